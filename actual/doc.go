@@ -1,0 +1,3 @@
+// Package actual reads live state from the API server — paged LISTs through
+// the dynamic client — and decides nothing about it.
+package actual

@@ -1,0 +1,13 @@
+// Command etcd is the etcd server, built from the release that
+// k8s.io/kubernetes pins, for the local control plane.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() {
+	etcdmain.Main(os.Args)
+}
