@@ -1,0 +1,145 @@
+package config
+
+import "time"
+
+// Mode says what resyncd does with the drift it finds in one watched resource.
+type Mode string
+
+const (
+	// ModeEnforce repairs drift.
+	ModeEnforce Mode = "enforce"
+	// ModeWarn reports drift in status, metrics and events, and writes no child.
+	ModeWarn Mode = "warn"
+	// ModeOff skips the resource.
+	ModeOff Mode = "off"
+)
+
+// DriftCheck says how drift is detected.
+type DriftCheck string
+
+const (
+	// DriftCheckLocal compares the fields resyncd owns, read from the LISTed
+	// object, with the desired object, and asks the server only on a mismatch.
+	DriftCheckLocal DriftCheck = "local"
+	// DriftCheckServer sends a dry-run apply for every object on every pass.
+	DriftCheckServer DriftCheck = "server"
+)
+
+// Config is resyncd's configuration, as read and validated by Load.
+type Config struct {
+	// FieldManager is the server-side apply field manager of every write.
+	FieldManager string `mapstructure:"fieldManager"`
+	// PageSize is the limit of each LIST request.
+	PageSize int64 `mapstructure:"pageSize"`
+	// DriftCheck is how drift is detected.
+	DriftCheck DriftCheck `mapstructure:"driftCheck"`
+	// Apply bounds the writes.
+	Apply Apply `mapstructure:"apply"`
+	// LeaderElection lets several replicas run with one of them writing.
+	LeaderElection LeaderElection `mapstructure:"leaderElection"`
+	// Metrics is where /metrics is served.
+	Metrics Endpoint `mapstructure:"metrics"`
+	// Health is where /healthz and /readyz are served.
+	Health Endpoint `mapstructure:"health"`
+	// Log sets the logger.
+	Log Log `mapstructure:"log"`
+	// Resources are the watched parent resources.
+	Resources []Resource `mapstructure:"resources"`
+}
+
+// Apply bounds the writes of a pass.
+type Apply struct {
+	// Concurrency is the number of writes in flight at once.
+	Concurrency int `mapstructure:"concurrency"`
+	// BatchSize is the number of writes taken from the queue at a time.
+	BatchSize int `mapstructure:"batchSize"`
+	// QPS is the sustained client-side write rate.
+	QPS float64 `mapstructure:"qps"`
+	// Burst is the number of writes allowed above QPS at once.
+	Burst int `mapstructure:"burst"`
+	// MaxWritesPerPass is the write budget of a pass; the rest waits for the
+	// next pass, highest priority first.
+	MaxWritesPerPass int `mapstructure:"maxWritesPerPass"`
+}
+
+// LeaderElection configures client-go's Lease-based leader election.
+type LeaderElection struct {
+	// Enabled turns leader election on; only the leader writes.
+	Enabled bool `mapstructure:"enabled"`
+	// Namespace holds the Lease.
+	Namespace string `mapstructure:"namespace"`
+	// LeaseName is the name of the Lease.
+	LeaseName string `mapstructure:"leaseName"`
+	// LeaseDuration is how long a lease is valid after its last renewal.
+	LeaseDuration time.Duration `mapstructure:"leaseDuration"`
+	// RenewDeadline is how long the leader keeps trying to renew before it
+	// gives up leading.
+	RenewDeadline time.Duration `mapstructure:"renewDeadline"`
+	// RetryPeriod is the time between attempts to acquire or renew.
+	RetryPeriod time.Duration `mapstructure:"retryPeriod"`
+}
+
+// Endpoint is an HTTP listen address.
+type Endpoint struct {
+	// Address is host:port, for example ":8080".
+	Address string `mapstructure:"address"`
+}
+
+// Log configures the logger.
+type Log struct {
+	// Level is debug, info, warn or error.
+	Level string `mapstructure:"level"`
+	// Format is json or console.
+	Format string `mapstructure:"format"`
+}
+
+// Resource is one watched parent resource and how to resync it.
+type Resource struct {
+	// Group is the API group of the parents; empty for the core group.
+	Group string `mapstructure:"group"`
+	// Version is the API version of the parents.
+	Version string `mapstructure:"version"`
+	// Resource is the plural resource name of the parents.
+	Resource string `mapstructure:"resource"`
+	// Renderer names the renderer that turns a parent into its children.
+	Renderer string `mapstructure:"renderer"`
+	// Interval is the time between passes over this resource.
+	Interval time.Duration `mapstructure:"interval"`
+	// Namespaces limits the passes to these namespaces; empty: all.
+	Namespaces []string `mapstructure:"namespaces"`
+	// LabelSelector limits the passes to the parents it selects.
+	LabelSelector string `mapstructure:"labelSelector"`
+	// Mode is what to do about drift.
+	Mode Mode `mapstructure:"mode"`
+	// Prune deletes children whose parent is gone.
+	Prune bool `mapstructure:"prune"`
+	// Priority orders this resource's writes after the parents' own
+	// spec.priority; higher is written first.
+	Priority int32 `mapstructure:"priority"`
+}
+
+// Default returns the configuration of DESIGN §3 with no watched resource.
+func Default() Config {
+	return Config{
+		FieldManager: "resyncd",
+		PageSize:     500,
+		DriftCheck:   DriftCheckLocal,
+		Apply:        Apply{Concurrency: 8, BatchSize: 50, QPS: 50, Burst: 100, MaxWritesPerPass: 2000},
+		LeaderElection: LeaderElection{
+			Namespace:     "resyncd-system",
+			LeaseName:     "resyncd",
+			LeaseDuration: 15 * time.Second,
+			RenewDeadline: 10 * time.Second,
+			RetryPeriod:   2 * time.Second,
+		},
+		Metrics: Endpoint{Address: ":8080"},
+		Health:  Endpoint{Address: ":8081"},
+		Log:     Log{Level: "info", Format: "json"},
+	}
+}
+
+// DefaultResource returns the values a watched resource has for the keys
+// it leaves out.
+func DefaultResource() Resource {
+	return Resource{Interval: 30 * time.Second, Mode: ModeEnforce, Prune: true}
+}

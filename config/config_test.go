@@ -1,0 +1,217 @@
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var renderers = []string{"httpservice"}
+
+func fixture(name string) string { return filepath.Join("..", "testdata", "config", name) }
+
+func TestLoadGood(t *testing.T) {
+	got, err := Load(fixture("good.yaml"), Options{Renderers: renderers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Config{
+		FieldManager: "resyncd-test",
+		PageSize:     100,
+		DriftCheck:   DriftCheckServer,
+		Apply:        Apply{Concurrency: 4, BatchSize: 20, QPS: 25.5, Burst: 40, MaxWritesPerPass: 500},
+		LeaderElection: LeaderElection{Enabled: true, Namespace: "ops", LeaseName: "resyncd-test",
+			LeaseDuration: 20 * time.Second, RenewDeadline: 15 * time.Second, RetryPeriod: 3 * time.Second},
+		Metrics: Endpoint{Address: "127.0.0.1:9090"},
+		Health:  Endpoint{Address: ":9091"},
+		Log:     Log{Level: "debug", Format: "console"},
+		Resources: []Resource{
+			{Group: "resyncd.io", Version: "v1alpha1", Resource: "httpservices", Renderer: "httpservice",
+				Interval: time.Minute, Namespaces: []string{"shop", "blog"}, LabelSelector: "tier in (web, api)",
+				Mode: ModeWarn, Prune: false, Priority: 10},
+			{Group: "resyncd.io", Version: "v1alpha1", Resource: "httpservices", Renderer: "httpservice",
+				Interval: 30 * time.Second, Namespaces: []string{"ops"}, Mode: ModeEnforce, Prune: true},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestLoadDefaults(t *testing.T) {
+	got, err := Load(fixture("minimal.yaml"), Options{Renderers: renderers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Default()
+	r := DefaultResource()
+	r.Group, r.Version, r.Resource, r.Renderer = "resyncd.io", "v1alpha1", "httpservices", "httpservice"
+	want.Resources = []Resource{r}
+	if diff := cmp.Diff(&want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestLoadOverrides(t *testing.T) {
+	env := map[string]string{
+		"RESYNCD_APPLY_CONCURRENCY":            "3",
+		"RESYNCD_LEADERELECTION_LEASEDURATION": "1m",
+		"RESYNCD_LOG_LEVEL":                    "warn", // the command line wins
+		"RESYNCD_UNRELATED":                    "ignored",
+	}
+	got, err := Load(fixture("minimal.yaml"), Options{
+		Renderers: renderers,
+		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		Overrides: map[string]string{"log.level": "debug", "log.format": "console"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Apply.Concurrency != 3 || got.LeaderElection.LeaseDuration != time.Minute {
+		t.Errorf("environment not applied: concurrency %d, leaseDuration %s", got.Apply.Concurrency, got.LeaderElection.LeaseDuration)
+	}
+	if got.Log != (Log{Level: "debug", Format: "console"}) {
+		t.Errorf("log = %+v, want the command line's debug/console", got.Log)
+	}
+	if got.Apply.QPS != 50 {
+		t.Errorf("qps = %g, want the default 50", got.Apply.QPS)
+	}
+}
+
+func TestLoadBadOverrides(t *testing.T) {
+	env := map[string]string{"RESYNCD_PAGESIZE": "many", "RESYNCD_LEADERELECTION_RETRYPERIOD": "often"}
+	_, err := Load(fixture("minimal.yaml"), Options{
+		Renderers: renderers,
+		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		Overrides: map[string]string{"log.colour": "yes"},
+	})
+	want := strings.Join([]string{
+		`$RESYNCD_LEADERELECTION_RETRYPERIOD: leaderElection.retryPeriod: "often" is not a duration (for example 30s, 5m, 1h)`,
+		`$RESYNCD_PAGESIZE: pageSize: "many" is not a whole number`,
+		`command line: log.colour: unknown key`,
+	}, "\n")
+	if err == nil || err.Error() != want {
+		t.Errorf("got error:\n%v\nwant:\n%s", err, want)
+	}
+}
+
+// TestLoadBadConfigs: every invalid-*.yaml gives exactly the problems listed,
+// all of them at once, each with the file, line and key path.
+func TestLoadBadConfigs(t *testing.T) {
+	tests := map[string][]string{
+		"invalid-duration.yaml": {
+			`:6: resources[0].interval: "soon" is not a duration (for example 30s, 5m, 1h)`,
+		},
+		"invalid-empty.yaml": {
+			`: resources: no resource to watch: list at least one`,
+		},
+		"invalid-overlap.yaml": {
+			`:7: resources[1]: watches httpservices.resyncd.io/v1alpha1 again in namespaces that resources[0] watches too; merge the two entries`,
+		},
+		"invalid-syntax.yaml": {
+			`: yaml: line 1: did not find expected '-' indicator`,
+		},
+		"invalid-types.yaml": {
+			`:1: pageSize: "lots" is not a whole number`,
+			`:3: apply.qps: "fast" is not a number`,
+			`:4: apply.burst: is a list, want a single value`,
+			`:6: leaderElection.enabled: "yes" is not true or false`,
+			`:8: resources: is a mapping, want a list`,
+		},
+		"invalid-unknown-keys.yaml": {
+			`:1: fieldmanager: unknown key (did you mean "fieldManager"? keys are case-sensitive)`,
+			`:3: apply.concurency: unknown key (did you mean "concurrency"?)`,
+			`:9: resources[0].intervall: unknown key (did you mean "interval"?)`,
+			`:11: resources[0].prune: is set twice`,
+		},
+		"invalid-values.yaml": {
+			`:1: fieldManager: must not be empty`,
+			`:2: pageSize: is 0, must be at least 1`,
+			`:3: driftCheck: "remote" is not one of local, server`,
+			`:5: apply.concurrency: is 0, must be at least 1`,
+			`:6: apply.qps: is 0, must be more than 0`,
+			`:7: apply.maxWritesPerPass: is -1, must be at least 1`,
+			`:10: leaderElection.namespace: "Resyncd_System" is not a namespace name (at most 63 lower-case letters, digits and '-')`,
+			`:11: leaderElection.leaseDuration: 5s must be longer than renewDeadline (10s)`,
+			`:13: metrics.address: "8080" is not a listen address host:port (for example ":8080")`,
+			`:14: log.level: "verbose" is not one of debug, info, warn, error`,
+			":18: resources[0].resource: \"HttpService\" must be the lower-case plural resource name that `kubectl api-resources` lists, not the kind",
+			`:19: resources[0].renderer: unknown renderer "helm"; known renderers: httpservice`,
+			`:20: resources[0].interval: 100ms is shorter than the minimum of 1s`,
+			`:21: resources[0].namespaces[1]: "Not A Namespace" is not a namespace name (at most 63 lower-case letters, digits and '-')`,
+			`:22: resources[0].labelSelector: "tier in web" is not a label selector: unable to parse requirement: found 'web' expected: '('`,
+			`:23: resources[0].mode: "enforcing" is not one of enforce, warn, off`,
+			`:24: resources[0].priority: is 5000, must be between -1000 and 1000`,
+			`:25: resources[1].version: must not be empty (for example v1alpha1)`,
+			`:27: resources[1].renderer: must not be empty; known renderers: httpservice`,
+		},
+	}
+	files, err := filepath.Glob(fixture("invalid-*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != len(tests) {
+		t.Errorf("%d invalid-*.yaml fixtures, %d cases: every fixture needs its expected errors", len(files), len(tests))
+	}
+	for name, lines := range tests {
+		t.Run(name, func(t *testing.T) {
+			path := fixture(name)
+			_, err := Load(path, Options{Renderers: renderers})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for i := range lines {
+				lines[i] = path + lines[i]
+			}
+			if diff := cmp.Diff(strings.Join(lines, "\n"), err.Error()); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"), Options{Renderers: renderers})
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("got %v, want a not-exist error", err)
+	}
+}
+
+// FuzzLoad: no input makes the loader panic, and whatever it accepts
+// passes validation again unchanged.
+func FuzzLoad(f *testing.F) {
+	files, err := filepath.Glob(fixture("*.yaml"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "config.yaml")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := Load(path, Options{Renderers: renderers})
+		if err != nil {
+			if strings.TrimSpace(err.Error()) == "" {
+				t.Fatal("an error without a message")
+			}
+			return
+		}
+		ps := &problems{source: path, lines: map[string]int{}}
+		if err := validate(cfg, ps, renderers); err != nil {
+			t.Fatalf("accepted, then invalid: %v", err)
+		}
+	})
+}

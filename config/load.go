@@ -1,0 +1,155 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
+)
+
+// EnvPrefix starts the environment variables that override keys:
+// apply.concurrency is RESYNCD_APPLY_CONCURRENCY.
+const EnvPrefix = "RESYNCD"
+
+// Options are the sources merged over the file, and what a resource may name.
+type Options struct {
+	// LookupEnv reads environment variables; nil reads none.
+	LookupEnv func(key string) (string, bool)
+	// Overrides set key paths (for example "log.level") from the command
+	// line; they win over the file and the environment.
+	Overrides map[string]string
+	// Renderers are the renderer names a resource may use.
+	Renderers []string
+}
+
+// EnvVar returns the environment variable that overrides a key path.
+func EnvVar(key string) string {
+	return EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// Load reads the configuration file at path, merges the environment and the
+// overrides over it and the defaults under it, and validates the result. The
+// error, an *Error, lists every problem found, each with the file (or the
+// variable or flag) and the key path.
+func Load(path string, opts Options) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read configuration: %w", err)
+	}
+	ps := &problems{source: path, lines: map[string]int{}}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(doc.Content) > 0 {
+		checkNode(ps, doc.Content[0], reflect.TypeFor[Config](), "")
+	}
+	keys := map[string]reflect.Value{}
+	scalarKeys(reflect.ValueOf(Default()), "", keys)
+	env := checkOverrides(keys, opts)
+	ps.list = append(ps.list, env...)
+	if err := ps.err(); err != nil {
+		return nil, err
+	}
+
+	cfg, err := decode(path, keys, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := validate(cfg, ps, opts.Renderers); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// checkOverrides checks the values of the environment variables and
+// overrides that are set, each against the type of its key.
+func checkOverrides(keys map[string]reflect.Value, opts Options) []Problem {
+	var out []Problem
+	for _, key := range sortedKeys(keys) {
+		if opts.LookupEnv != nil {
+			if v, ok := opts.LookupEnv(EnvVar(key)); ok {
+				if msg := checkScalar(v, "", keys[key].Type()); msg != "" {
+					out = append(out, Problem{Source: "$" + EnvVar(key), Key: key, Message: msg})
+				}
+			}
+		}
+	}
+	for _, key := range sortedKeys(opts.Overrides) {
+		def, ok := keys[key]
+		if !ok {
+			out = append(out, Problem{Source: "command line", Key: key, Message: "unknown key"})
+			continue
+		}
+		if msg := checkScalar(opts.Overrides[key], "", def.Type()); msg != "" {
+			out = append(out, Problem{Source: "command line", Key: key, Message: msg})
+		}
+	}
+	return out
+}
+
+// decode merges defaults, file, environment and overrides with viper.
+func decode(path string, keys map[string]reflect.Value, opts Options) (*Config, error) {
+	v := viper.New()
+	v.SetConfigFile(path)
+	v.SetConfigType("yaml")
+	if err := v.ReadInConfig(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for key, def := range keys {
+		v.SetDefault(key, def.Interface())
+		if opts.LookupEnv != nil {
+			if val, ok := opts.LookupEnv(EnvVar(key)); ok {
+				v.Set(key, val)
+			}
+		}
+	}
+	for key, val := range opts.Overrides {
+		v.Set(key, val)
+	}
+	cfg := Default()
+	hook := viper.DecodeHook(mapstructure.StringToTimeDurationHookFunc())
+	if err := v.Unmarshal(&cfg, hook); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	// viper knows no defaults inside lists: decode each resource over its own.
+	raw, _ := v.Get("resources").([]any)
+	cfg.Resources = make([]Resource, len(raw))
+	for i, item := range raw {
+		r := DefaultResource()
+		dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
+			DecodeHook:       mapstructure.StringToTimeDurationHookFunc(),
+			WeaklyTypedInput: true,
+			Result:           &r,
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := dec.Decode(item); err != nil {
+			return nil, fmt.Errorf("%s: resources[%d]: %w", path, i, err)
+		}
+		cfg.Resources[i] = r
+	}
+	return &cfg, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// IsConfigError reports whether err lists configuration problems.
+func IsConfigError(err error) bool {
+	var e *Error
+	return errors.As(err, &e)
+}

@@ -1,0 +1,161 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Bounds that validate enforces.
+const (
+	minInterval     = time.Second
+	maxFieldManager = 128 // the API server's limit on a field manager's name
+	minPriority     = -1000
+	maxPriority     = 1000
+)
+
+// validate checks what the types cannot: ranges, enumerations, names,
+// references between keys. Every problem is reported, not only the first.
+func validate(c *Config, ps *problems, renderers []string) error {
+	if c.FieldManager == "" {
+		ps.add("fieldManager", "must not be empty")
+	} else if len(c.FieldManager) > maxFieldManager {
+		ps.add("fieldManager", "is %d characters long, at most %d", len(c.FieldManager), maxFieldManager)
+	}
+	if c.PageSize < 1 {
+		ps.add("pageSize", "is %d, must be at least 1", c.PageSize)
+	}
+	oneOf(ps, "driftCheck", string(c.DriftCheck), string(DriftCheckLocal), string(DriftCheckServer))
+	atLeast(ps, "apply.concurrency", c.Apply.Concurrency, 1)
+	atLeast(ps, "apply.batchSize", c.Apply.BatchSize, 1)
+	if c.Apply.QPS <= 0 {
+		ps.add("apply.qps", "is %g, must be more than 0", c.Apply.QPS)
+	}
+	atLeast(ps, "apply.burst", c.Apply.Burst, 1)
+	atLeast(ps, "apply.maxWritesPerPass", c.Apply.MaxWritesPerPass, 1)
+	validateLeaderElection(ps, c.LeaderElection)
+	address(ps, "metrics.address", c.Metrics.Address)
+	address(ps, "health.address", c.Health.Address)
+	oneOf(ps, "log.level", c.Log.Level, "debug", "info", "warn", "error")
+	oneOf(ps, "log.format", c.Log.Format, "json", "console")
+
+	if len(c.Resources) == 0 {
+		ps.add("resources", "no resource to watch: list at least one")
+	}
+	type watch struct {
+		index      int
+		namespaces []string
+	}
+	byGVR := map[string][]watch{}
+	for i, r := range c.Resources {
+		key := fmt.Sprintf("resources[%d]", i)
+		validateResource(ps, key, r, renderers)
+		gvr := gvrString(r)
+		for _, w := range byGVR[gvr] {
+			if overlap(w.namespaces, r.Namespaces) {
+				ps.add(key, "watches %s again in namespaces that resources[%d] watches too; merge the two entries", gvr, w.index)
+				break
+			}
+		}
+		byGVR[gvr] = append(byGVR[gvr], watch{i, r.Namespaces})
+	}
+	return ps.err()
+}
+
+func validateLeaderElection(ps *problems, le LeaderElection) {
+	if !le.Enabled {
+		return
+	}
+	namespace(ps, "leaderElection.namespace", le.Namespace)
+	if len(validation.IsDNS1123Subdomain(le.LeaseName)) > 0 {
+		ps.add("leaderElection.leaseName", "%q is not a Lease name (lower-case letters, digits, '-' and '.')", le.LeaseName)
+	}
+	// The same rules client-go's leaderelection.NewLeaderElector enforces.
+	if le.LeaseDuration <= le.RenewDeadline {
+		ps.add("leaderElection.leaseDuration", "%s must be longer than renewDeadline (%s)", le.LeaseDuration, le.RenewDeadline)
+	}
+	if float64(le.RenewDeadline) <= 1.2*float64(le.RetryPeriod) {
+		ps.add("leaderElection.renewDeadline", "%s must be longer than 1.2 × retryPeriod (%s)", le.RenewDeadline, le.RetryPeriod)
+	}
+	if le.RetryPeriod <= 0 {
+		ps.add("leaderElection.retryPeriod", "%s must be more than 0", le.RetryPeriod)
+	}
+}
+
+func validateResource(ps *problems, key string, r Resource, renderers []string) {
+	if r.Version == "" {
+		ps.add(key+".version", "must not be empty (for example v1alpha1)")
+	}
+	if r.Resource == "" {
+		ps.add(key+".resource", "must not be empty: the plural resource name, for example httpservices")
+	} else if r.Resource != strings.ToLower(r.Resource) {
+		ps.add(key+".resource", "%q must be the lower-case plural resource name that `kubectl api-resources` lists, not the kind", r.Resource)
+	}
+	if r.Renderer == "" {
+		ps.add(key+".renderer", "must not be empty; known renderers: %s", strings.Join(renderers, ", "))
+	} else if !slices.Contains(renderers, r.Renderer) {
+		ps.add(key+".renderer", "unknown renderer %q; known renderers: %s", r.Renderer, strings.Join(renderers, ", "))
+	}
+	if r.Interval < minInterval {
+		ps.add(key+".interval", "%s is shorter than the minimum of %s", r.Interval, minInterval)
+	}
+	for j, ns := range r.Namespaces {
+		namespace(ps, fmt.Sprintf("%s.namespaces[%d]", key, j), ns)
+	}
+	if _, err := labels.Parse(r.LabelSelector); err != nil {
+		ps.add(key+".labelSelector", "%q is not a label selector: %v", r.LabelSelector, err)
+	}
+	oneOf(ps, key+".mode", string(r.Mode), string(ModeEnforce), string(ModeWarn), string(ModeOff))
+	if r.Priority < minPriority || r.Priority > maxPriority {
+		ps.add(key+".priority", "is %d, must be between %d and %d", r.Priority, minPriority, maxPriority)
+	}
+}
+
+func namespace(ps *problems, key, v string) {
+	if len(validation.IsDNS1123Label(v)) > 0 {
+		ps.add(key, "%q is not a namespace name (at most 63 lower-case letters, digits and '-')", v)
+	}
+}
+
+func atLeast(ps *problems, key string, v, lowest int) {
+	if v < lowest {
+		ps.add(key, "is %d, must be at least %d", v, lowest)
+	}
+}
+
+func oneOf(ps *problems, key, v string, allowed ...string) {
+	if !slices.Contains(allowed, v) {
+		ps.add(key, "%q is not one of %s", v, strings.Join(allowed, ", "))
+	}
+}
+
+func address(ps *problems, key, v string) {
+	if _, port, err := net.SplitHostPort(v); err != nil || port == "" {
+		ps.add(key, "%q is not a listen address host:port (for example \":8080\")", v)
+	}
+}
+
+// overlap reports whether two namespace lists (empty: all) share a namespace.
+func overlap(a, b []string) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return true
+	}
+	for _, ns := range a {
+		if slices.Contains(b, ns) {
+			return true
+		}
+	}
+	return false
+}
+
+func gvrString(r Resource) string {
+	if r.Group == "" {
+		return r.Resource + "/" + r.Version
+	}
+	return r.Resource + "." + r.Group + "/" + r.Version
+}
