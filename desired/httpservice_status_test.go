@@ -1,0 +1,146 @@
+package desired
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+
+func statusParent(spec map[string]any, status map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "resyncd.io/v1alpha1", "kind": "HttpService",
+		"metadata": map[string]any{"name": "web", "namespace": "shop", "uid": "u1", "generation": int64(4)},
+		"spec":     spec,
+	}}
+	if status != nil {
+		u.Object["status"] = status
+	}
+	return u
+}
+
+func deploymentChild(generation int64, status map[string]any) Child {
+	return Child{Kind: "Deployment", Name: "web", Generation: generation, Status: status}
+}
+
+func decodeStatus(t *testing.T, m map[string]any) httpServiceStatus {
+	t.Helper()
+	var st httpServiceStatus
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// reasons returns type → "Status/Reason" of each condition.
+func reasons(st httpServiceStatus) map[string]string {
+	out := map[string]string{}
+	for _, c := range st.Conditions {
+		out[c.Type] = string(c.Status) + "/" + c.Reason
+	}
+	return out
+}
+
+func TestStatusConditions(t *testing.T) {
+	spec := map[string]any{"image": "nginx", "port": int64(8080), "replicas": int64(2)}
+	available := map[string]any{"observedGeneration": int64(7), "replicas": int64(2), "updatedReplicas": int64(2),
+		"readyReplicas": int64(2), "availableReplicas": int64(2)}
+	tests := []struct {
+		name string
+		spec map[string]any
+		obs  Observation
+		want map[string]string
+	}{
+		{"available", spec, Observation{Children: []Child{deploymentChild(7, available)}},
+			map[string]string{"Ready": "True/Available", "Reconciling": "False/Reconciled", "Stalled": "False/NoError"}},
+		{"no controller", spec, Observation{Children: []Child{deploymentChild(1, nil)}},
+			map[string]string{"Ready": "False/WaitingForController", "Reconciling": "True/WaitingForController", "Stalled": "False/NoError"}},
+		{"rolling out", spec, Observation{Children: []Child{deploymentChild(7, map[string]any{
+			"observedGeneration": int64(7), "replicas": int64(3), "updatedReplicas": int64(1), "readyReplicas": int64(2), "availableReplicas": int64(2)})}},
+			map[string]string{"Ready": "False/RollingOut", "Reconciling": "True/RollingOut", "Stalled": "False/NoError"}},
+		{"missing", spec, Observation{},
+			map[string]string{"Ready": "False/DeploymentMissing", "Reconciling": "True/DeploymentMissing", "Stalled": "False/NoError"}},
+		{"writes pending", spec, Observation{Pending: 2, Children: []Child{deploymentChild(7, available)}},
+			map[string]string{"Ready": "False/WritesPending", "Reconciling": "True/WritesPending", "Stalled": "False/NoError"}},
+		{"paused with drift", spec, Observation{Pending: 1, Withheld: WithheldPaused, Children: []Child{deploymentChild(7, available)}},
+			map[string]string{"Ready": "False/Drifted", "Reconciling": "False/Paused", "Stalled": "False/NoError"}},
+		{"warn with drift", spec, Observation{Pending: 1, Withheld: WithheldWarn},
+			map[string]string{"Ready": "False/Drifted", "Reconciling": "False/WarnMode", "Stalled": "False/NoError"}},
+		{"stalled", spec, Observation{Failure: &Failure{Reason: "Invalid", Message: "Deployment.apps \"web\" is invalid"}},
+			map[string]string{"Ready": "False/Stalled", "Reconciling": "False/Stalled", "Stalled": "True/Invalid"}},
+		{"autoscaled counts what the autoscaler asked", map[string]any{"image": "nginx", "port": int64(80),
+			"resources":   map[string]any{"requests": map[string]any{"cpu": "100m"}},
+			"autoscaling": map[string]any{"maxReplicas": int64(5)}},
+			Observation{Children: []Child{deploymentChild(7, map[string]any{"observedGeneration": int64(7),
+				"replicas": int64(4), "updatedReplicas": int64(4), "readyReplicas": int64(4), "availableReplicas": int64(4)})}},
+			map[string]string{"Ready": "True/Available", "Reconciling": "False/Reconciled", "Stalled": "False/NoError"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.obs.Now = t0
+			m, err := HTTPService{}.Status(statusParent(tt.spec, nil), tt.obs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := decodeStatus(t, m)
+			if diff := cmp.Diff(tt.want, reasons(st)); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+			for _, c := range st.Conditions {
+				if c.ObservedGeneration != 4 || c.Message == "" {
+					t.Errorf("%s: observedGeneration %d, message %q", c.Type, c.ObservedGeneration, c.Message)
+				}
+			}
+			if st.ObservedGeneration != 4 {
+				t.Errorf("observedGeneration = %d, want 4", st.ObservedGeneration)
+			}
+		})
+	}
+}
+
+// TestStatusStable: a second pass that changes nothing yields the same
+// status, transition times and lastAppliedTime included, so no write.
+func TestStatusStable(t *testing.T) {
+	spec := map[string]any{"image": "nginx", "port": int64(8080), "service": map[string]any{"port": int64(80)}}
+	obs := Observation{Now: t0, Applied: true, Children: []Child{deploymentChild(1, nil)}}
+	first, err := HTTPService{}.Status(statusParent(spec, nil), obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := decodeStatus(t, first)
+	if st.URL != "http://web.shop.svc:80" {
+		t.Errorf("url = %q", st.URL)
+	}
+	if st.LastAppliedTime == nil || !st.LastAppliedTime.Time.Equal(t0) {
+		t.Errorf("lastAppliedTime = %v, want %v", st.LastAppliedTime, t0)
+	}
+
+	later := Observation{Now: t0.Add(time.Hour), Children: obs.Children}
+	second, err := HTTPService{}.Status(statusParent(spec, first), later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(first, second); diff != "" {
+		t.Errorf("status changed on a pass that changed nothing (-first +second):\n%s", diff)
+	}
+
+	// A transition moves only the transition time of the conditions that changed.
+	ready := Observation{Now: t0.Add(2 * time.Hour), Children: []Child{deploymentChild(1, map[string]any{
+		"observedGeneration": int64(1), "replicas": int64(1), "updatedReplicas": int64(1), "readyReplicas": int64(1), "availableReplicas": int64(1)})}}
+	third, err := HTTPService{}.Status(statusParent(spec, second), ready)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]time.Time{}
+	for _, c := range decodeStatus(t, third).Conditions {
+		got[c.Type] = c.LastTransitionTime.Time
+	}
+	want := map[string]time.Time{"Ready": t0.Add(2 * time.Hour), "Reconciling": t0.Add(2 * time.Hour), "Stalled": t0}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("transition times (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,156 @@
+package desired
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Labels resyncd puts on every child.
+const (
+	// LabelManagedBy selects the children resyncd LISTs and may prune.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByValue is LabelManagedBy's value.
+	ManagedByValue = "resyncd"
+	// LabelName is the application name, the parent's name.
+	LabelName = "app.kubernetes.io/name"
+	// LabelParent is the parent's name; the only label selectors use.
+	LabelParent = "resyncd.io/parent"
+)
+
+// ChildType is a kind of child object a renderer can produce.
+type ChildType struct {
+	// GVR is what to LIST.
+	GVR schema.GroupVersionResource
+	// Kind is the kind of the objects.
+	Kind string
+}
+
+// Graph is the desired children of one parent, in the order they are
+// applied: a child comes after the children it refers to.
+type Graph struct {
+	// Children are complete apply configurations: apiVersion, kind, name,
+	// namespace, labels, ownerReferences and every field resyncd owns.
+	Children []*unstructured.Unstructured
+}
+
+// Child is what the engine kept of a live child object: enough to judge its
+// readiness, not the whole object.
+type Child struct {
+	// Kind is the child's kind.
+	Kind string
+	// Name is the child's name.
+	Name string
+	// Generation is metadata.generation.
+	Generation int64
+	// Status is the child's .status as the API server returned it.
+	Status map[string]any
+}
+
+// Failure is a permanent error that blocks a parent: an invalid spec, or a
+// write the API server rejected for good.
+type Failure struct {
+	// Reason is one CamelCase word, for the Stalled condition.
+	Reason string
+	// Message is what the person who owns the parent must fix, with the API
+	// server's words where it spoke.
+	Message string
+}
+
+// Observation is what the engine saw and did for one parent in a pass.
+type Observation struct {
+	// Now is the time of the pass.
+	Now time.Time
+	// Children are the live children, as LISTed at the start of the pass
+	// and updated with the results of this pass's writes.
+	Children []Child
+	// Pending counts the child writes that remain: deferred by the budget,
+	// failed transiently, or withheld by warn mode or spec.paused.
+	Pending int
+	// Withheld says the pending writes are withheld on purpose (warn mode or
+	// spec.paused), not waiting.
+	Withheld string
+	// Failure is set when a permanent error blocks the parent.
+	Failure *Failure
+	// Applied is set when this pass changed a child.
+	Applied bool
+}
+
+// Renderer turns a parent into its desired children and status.
+type Renderer interface {
+	// ChildTypes lists every kind of child Render can produce, for LISTing
+	// and pruning, in a fixed order.
+	ChildTypes() []ChildType
+	// Render returns the desired children of parent. An *InvalidError says
+	// the parent's spec cannot be rendered; no child is touched then.
+	Render(parent *unstructured.Unstructured) (Graph, error)
+	// Status returns the status parent should show given what was
+	// observed: the whole .status object that resyncd owns.
+	Status(parent *unstructured.Unstructured, obs Observation) (map[string]any, error)
+}
+
+// InvalidError says a parent's spec cannot be rendered.
+type InvalidError struct {
+	// Field is the path of the offending field, for example spec.autoscaling.
+	Field string
+	// Message says what is wrong and what would fix it.
+	Message string
+}
+
+func (e *InvalidError) Error() string { return e.Field + ": " + e.Message }
+
+// IsInvalid reports whether err says a parent's spec is invalid.
+func IsInvalid(err error) bool {
+	var ie *InvalidError
+	return errors.As(err, &ie)
+}
+
+// Registry holds the renderers by name.
+type Registry map[string]Renderer
+
+// DefaultRegistry returns the renderers resyncd ships.
+func DefaultRegistry() Registry {
+	return Registry{HTTPServiceRendererName: HTTPService{}}
+}
+
+// Names returns the registered names, sorted.
+func (r Registry) Names() []string {
+	names := make([]string, 0, len(r))
+	for n := range r {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Get returns the renderer registered as name.
+func (r Registry) Get(name string) (Renderer, error) {
+	rd, ok := r[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown renderer %q", name)
+	}
+	return rd, nil
+}
+
+// ownerReference makes parent the controller of a child.
+func ownerReference(parent *unstructured.Unstructured) metav1.OwnerReference {
+	yes := true
+	return metav1.OwnerReference{
+		APIVersion:         parent.GetAPIVersion(),
+		Kind:               parent.GetKind(),
+		Name:               parent.GetName(),
+		UID:                parent.GetUID(),
+		Controller:         &yes,
+		BlockOwnerDeletion: &yes,
+	}
+}
+
+// childLabels are the labels of every child of parent.
+func childLabels(parent string) map[string]string {
+	return map[string]string{LabelName: parent, LabelManagedBy: ManagedByValue, LabelParent: parent}
+}
