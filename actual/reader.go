@@ -1,0 +1,47 @@
+package actual
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+)
+
+// ManagedSelector selects the objects resyncd manages.
+const ManagedSelector = "app.kubernetes.io/managed-by=resyncd"
+
+// Reader LISTs parents and children, page by page. It never GETs one object.
+type Reader struct {
+	client   dynamic.Interface
+	pageSize int64
+}
+
+// NewReader returns a Reader that LISTs through client in pages of pageSize.
+func NewReader(client dynamic.Interface, pageSize int64) *Reader {
+	return &Reader{client: client, pageSize: pageSize}
+}
+
+// Parents calls fn for every object of gvr in namespaces (none: all).
+func (r *Reader) Parents(ctx context.Context, gvr schema.GroupVersionResource, namespaces []string, fn func(*unstructured.Unstructured) error) error {
+	return r.each(ctx, gvr, namespaces, metav1.ListOptions{}, fn)
+}
+
+// Children calls fn for every object of gvr in namespaces (none: all) that
+// carries resyncd's managed-by label.
+func (r *Reader) Children(ctx context.Context, gvr schema.GroupVersionResource, namespaces []string, fn func(*unstructured.Unstructured) error) error {
+	return r.each(ctx, gvr, namespaces, metav1.ListOptions{LabelSelector: ManagedSelector}, fn)
+}
+
+func (r *Reader) each(ctx context.Context, gvr schema.GroupVersionResource, namespaces []string, opts metav1.ListOptions, fn func(*unstructured.Unstructured) error) error {
+	if len(namespaces) == 0 {
+		return Each(ctx, r.client, gvr, metav1.NamespaceAll, opts, r.pageSize, fn)
+	}
+	for _, ns := range namespaces {
+		if err := Each(ctx, r.client, gvr, ns, opts, r.pageSize, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}

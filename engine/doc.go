@@ -1,0 +1,5 @@
+// Package engine runs resyncd's passes: it compares the children that
+// package desired renders with the live ones that package actual reads,
+// plans the writes by priority and makes them with server-side apply under
+// a rate limit and a budget; it never decides what a child should contain.
+package engine

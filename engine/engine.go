@@ -1,0 +1,128 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/resyncd/resyncd/actual"
+	"github.com/resyncd/resyncd/config"
+	"github.com/resyncd/resyncd/desired"
+)
+
+// Engine runs passes over the watched resources of a configuration.
+type Engine struct {
+	cfg       *config.Config
+	client    dynamic.Interface
+	reader    *actual.Reader
+	renderers desired.Registry
+	owner     *owner
+	metrics   *Metrics
+	log       *zap.Logger
+	limiter   flowcontrol.RateLimiter
+	now       func() time.Time
+	// keepFields keeps the owned fields of live children for Report.Drifts.
+	keepFields bool
+
+	mu        sync.Mutex
+	resources []*resourceState
+}
+
+// resourceState is what the engine remembers of one watched resource
+// between passes.
+type resourceState struct {
+	cfg      config.Resource
+	name     string // group/version/resource, for metrics and logs
+	gvr      schema.GroupVersionResource
+	renderer desired.Renderer
+	selector labels.Selector
+	// noops remembers the children that tier 1 called drifted and the
+	// server did not change, by UID, resourceVersion and desired content.
+	noops map[noopKey]bool
+	// driftSince is when each drifted child was first seen drifted.
+	driftSince map[childKey]time.Time
+	// parentKind is the kind of the parents, learnt from the first LIST.
+	parentGVK schema.GroupVersionKind
+}
+
+type noopKey struct {
+	uid, resourceVersion string
+	desired              fingerprint
+}
+
+// Options are the dependencies of an Engine.
+type Options struct {
+	// Client reaches the API server.
+	Client dynamic.Interface
+	// Renderers are looked up by the configured renderer names.
+	Renderers desired.Registry
+	// Metrics receive the pass's numbers.
+	Metrics *Metrics
+	// Log receives one line per pass and the writes at Info.
+	Log *zap.Logger
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+	// KeepFields keeps the fields resyncd owns of every drifted child in
+	// the report, for `resyncd diff`; passes hold only fingerprints otherwise.
+	KeepFields bool
+}
+
+// New returns an Engine for cfg.
+func New(cfg *config.Config, opts Options) (*Engine, error) {
+	e := &Engine{
+		cfg:        cfg,
+		client:     opts.Client,
+		reader:     actual.NewReader(opts.Client, cfg.PageSize),
+		renderers:  opts.Renderers,
+		owner:      newOwner(cfg.FieldManager),
+		metrics:    opts.Metrics,
+		log:        opts.Log,
+		limiter:    flowcontrol.NewTokenBucketRateLimiter(float32(cfg.Apply.QPS), cfg.Apply.Burst),
+		now:        opts.Now,
+		keepFields: opts.KeepFields,
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if e.log == nil {
+		e.log = zap.NewNop()
+	}
+	for i, r := range cfg.Resources {
+		rd, err := opts.Renderers.Get(r.Renderer)
+		if err != nil {
+			return nil, fmt.Errorf("resources[%d]: %w", i, err)
+		}
+		sel, err := labels.Parse(r.LabelSelector)
+		if err != nil {
+			return nil, fmt.Errorf("resources[%d].labelSelector: %w", i, err)
+		}
+		gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
+		e.resources = append(e.resources, &resourceState{
+			cfg: r, name: gvr.String(), gvr: gvr, renderer: rd, selector: sel,
+			noops: map[noopKey]bool{}, driftSince: map[childKey]time.Time{},
+		})
+	}
+	return e, nil
+}
+
+// SyncOnce runs one pass over every watched resource, in order, and
+// returns what each did. An error of one resource does not stop the others.
+func (e *Engine) SyncOnce(ctx context.Context) (Report, error) {
+	var rep Report
+	var errs []error
+	for i := range e.resources {
+		r, err := e.SyncResource(ctx, i)
+		rep.Resources = append(rep.Resources, r)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return rep, joinErrors(errs)
+}

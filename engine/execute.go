@@ -1,0 +1,322 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/resyncd/resyncd/desired"
+)
+
+// maxLoggedErrors bounds the write errors logged per pass; the rest are
+// counted in the pass line and the metrics.
+const maxLoggedErrors = 5
+
+// transientBackoff retries a write that failed for a passing reason within
+// the pass: about 3 s in all, then the write waits for the next pass.
+var transientBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 5, Cap: 2 * time.Second}
+
+// run is the state of one execution: the budget and the report, shared by
+// the workers.
+type run struct {
+	rs     *resourceState
+	budget atomic.Int64
+	mu     sync.Mutex
+	rep    *ResourceReport
+	logged int
+	noops  map[noopKey]bool
+}
+
+// execute runs the jobs in order, in batches of about apply.batchSize
+// writes with apply.concurrency workers. Once ctx ends no new batch starts;
+// the batch in flight finishes, so no parent is left half-written.
+func (e *Engine) execute(ctx context.Context, rs *resourceState, jobs []*job, rep *ResourceReport) error {
+	r := &run{rs: rs, rep: rep, noops: map[noopKey]bool{}}
+	r.budget.Store(int64(e.cfg.Apply.MaxWritesPerPass))
+	inFlight := context.WithoutCancel(ctx)
+	for start := 0; start < len(jobs); {
+		if ctx.Err() != nil {
+			for _, j := range jobs[start:] {
+				rep.Deferred += len(j.ops) + len(j.prunes)
+			}
+			break
+		}
+		end, writes := start, 0
+		for end < len(jobs) && (end == start || writes < e.cfg.Apply.BatchSize) {
+			writes += len(jobs[end].ops) + len(jobs[end].prunes) + 1
+			end++
+		}
+		g := &errgroup.Group{}
+		g.SetLimit(e.cfg.Apply.Concurrency)
+		for _, j := range jobs[start:end] {
+			g.Go(func() error { e.runJob(inFlight, r, j); return nil })
+		}
+		_ = g.Wait()
+		start = end
+	}
+	rs.noops = r.noops
+	return ctx.Err()
+}
+
+// runJob makes one parent's writes in order: child writes, status, prunes.
+func (e *Engine) runJob(ctx context.Context, r *run, j *job) {
+	for _, o := range j.ops {
+		if !e.admit(r, j, o) {
+			continue
+		}
+		e.write(ctx, r, j, o)
+	}
+	if j.parent != nil {
+		e.writeStatus(ctx, r, j)
+	}
+	for _, o := range j.prunes {
+		if !r.rs.cfg.Prune {
+			continue
+		}
+		if !e.admit(r, j, o) {
+			continue
+		}
+		e.write(ctx, r, j, o)
+	}
+}
+
+// admit says whether o may be written now: not withheld, within budget.
+func (e *Engine) admit(r *run, j *job, o *op) bool {
+	if j.withheld != "" || (j.failure != nil && o.kind != OpDelete) {
+		r.add(func(rep *ResourceReport) { rep.Withheld++ })
+		j.pending++
+		return false
+	}
+	if r.budget.Add(-1) < 0 {
+		r.add(func(rep *ResourceReport) { rep.Deferred++ })
+		j.pending++
+		return false
+	}
+	return true
+}
+
+func (r *run) add(f func(*ResourceReport)) {
+	r.mu.Lock()
+	f(r.rep)
+	r.mu.Unlock()
+}
+
+// write makes one child write, retrying transient errors.
+func (e *Engine) write(ctx context.Context, r *run, j *job, o *op) {
+	start := e.now()
+	var result *unstructured.Unstructured
+	err := retry.OnError(transientBackoff, isTransient, func() error {
+		if err := e.limiter.Wait(ctx); err != nil {
+			return err
+		}
+		var err error
+		result, err = e.send(ctx, o)
+		return err
+	})
+	outcome := e.settle(r, j, o, result, err)
+	if m := e.metrics; m != nil {
+		m.applies.WithLabelValues(r.rs.name, o.key.Kind, string(o.kind), outcome).Inc()
+		m.applyDuration.WithLabelValues(string(o.kind)).Observe(e.now().Sub(start).Seconds())
+	}
+}
+
+func (e *Engine) send(ctx context.Context, o *op) (*unstructured.Unstructured, error) {
+	ri := e.client.Resource(o.gvr).Namespace(o.key.Namespace)
+	if o.kind == OpDelete {
+		uid := o.live.uid
+		policy := metav1.DeletePropagationBackground
+		return nil, ri.Delete(ctx, o.key.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: &policy})
+	}
+	body, err := json.Marshal(o.desired.Object)
+	if err != nil {
+		return nil, err
+	}
+	force := true
+	return ri.Patch(ctx, o.key.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: e.cfg.FieldManager, Force: &force})
+}
+
+// settle books the outcome of a write and returns the result label.
+func (e *Engine) settle(r *run, j *job, o *op, result *unstructured.Unstructured, err error) string {
+	switch {
+	case err == nil && o.kind == OpDelete,
+		o.kind == OpDelete && (apierrors.IsNotFound(err) || apierrors.IsConflict(err)):
+		// Gone already, or re-created with another UID: the precondition
+		// kept a stale plan from deleting the new object.
+		r.add(func(rep *ResourceReport) { rep.Deleted++ })
+		j.applied = err == nil
+		return "success"
+	case err == nil:
+		noop := o.kind == OpUpdate && result.GetResourceVersion() == o.live.resourceVersion
+		e.refresh(j, o, result)
+		if noop {
+			r.mu.Lock()
+			r.noops[noopKey{string(o.live.uid), o.live.resourceVersion, o.fp}] = true
+			r.rep.NoOps++
+			r.mu.Unlock()
+			if e.metrics != nil {
+				e.metrics.falsePositives.WithLabelValues(r.rs.name, o.key.Kind).Inc()
+			}
+			return "noop"
+		}
+		j.applied = true
+		r.add(func(rep *ResourceReport) {
+			if o.kind == OpCreate {
+				rep.Created++
+			} else {
+				rep.Updated++
+			}
+		})
+		e.log.Info("Applied", zap.String("object", o.key.String()), zap.String("operation", string(o.kind)))
+		return "success"
+	}
+	j.pending++
+	r.add(func(rep *ResourceReport) { rep.Failed++ })
+	if !isTransient(err) && j.parent != nil && j.failure == nil {
+		j.failure = &desired.Failure{Reason: failureReason(err), Message: fmt.Sprintf("%s %s: %s", o.kind, o.key, apiMessage(err))}
+	}
+	r.mu.Lock()
+	log := r.logged < maxLoggedErrors
+	r.logged++
+	r.mu.Unlock()
+	if log {
+		e.log.Warn("Write failed", zap.String("object", o.key.String()), zap.String("operation", string(o.kind)),
+			zap.Bool("transient", isTransient(err)), zap.Error(err))
+	}
+	return "error"
+}
+
+// refresh replaces what the job knows of a child with the write's result.
+func (e *Engine) refresh(j *job, o *op, result *unstructured.Unstructured) {
+	c := &liveChild{key: o.key, gvr: o.gvr, uid: result.GetUID(), resourceVersion: result.GetResourceVersion(), generation: result.GetGeneration()}
+	if st, ok := result.Object["status"].(map[string]any); ok {
+		c.status = st
+	}
+	for i, old := range j.children {
+		if old.key == o.key {
+			j.children[i] = c
+			return
+		}
+	}
+	j.children = append(j.children, c)
+}
+
+// isNoop says whether the server already found live unchanged by fp.
+func (e *Engine) isNoop(rs *resourceState, live *liveChild, fp fingerprint) bool {
+	return rs.noops[noopKey{string(live.uid), live.resourceVersion, fp}]
+}
+
+// writeStatus computes the parent's status and applies it to /status when
+// it differs from what the parent shows.
+func (e *Engine) writeStatus(ctx context.Context, r *run, j *job) {
+	obs := desired.Observation{Now: e.now(), Pending: j.pending, Withheld: j.withheld, Failure: j.failure, Applied: j.applied}
+	for _, c := range j.children {
+		obs.Children = append(obs.Children, c.summary())
+	}
+	if j.failure != nil {
+		r.add(func(rep *ResourceReport) { rep.Stalled++ })
+	}
+	st, err := r.rs.renderer.Status(j.parent, obs)
+	if err != nil {
+		e.log.Warn("Status failed", zap.String("parent", objectID(j.parent)), zap.Error(err))
+		return
+	}
+	old, _ := j.parent.Object["status"].(map[string]any)
+	if sameOn(st, old) {
+		return
+	}
+	if r.budget.Add(-1) < 0 {
+		r.add(func(rep *ResourceReport) { rep.Deferred++ })
+		return
+	}
+	body, err := json.Marshal(map[string]any{
+		"apiVersion": j.parent.GetAPIVersion(), "kind": j.parent.GetKind(),
+		"metadata": map[string]any{"name": j.parent.GetName(), "namespace": j.parent.GetNamespace()},
+		"status":   st,
+	})
+	if err != nil {
+		return
+	}
+	start := e.now()
+	err = retry.OnError(transientBackoff, isTransient, func() error {
+		if err := e.limiter.Wait(ctx); err != nil {
+			return err
+		}
+		force := true
+		_, err := e.client.Resource(r.rs.gvr).Namespace(j.parent.GetNamespace()).Patch(ctx, j.parent.GetName(),
+			types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: e.cfg.FieldManager, Force: &force}, "status")
+		return err
+	})
+	outcome := "success"
+	switch {
+	case err == nil:
+		r.add(func(rep *ResourceReport) { rep.Statuses++ })
+	case apierrors.IsNotFound(err): // deleted during the pass
+		outcome = "noop"
+	default:
+		outcome = "error"
+		r.add(func(rep *ResourceReport) { rep.Failed++ })
+		e.log.Warn("Status write failed", zap.String("parent", objectID(j.parent)), zap.Error(err))
+	}
+	if m := e.metrics; m != nil {
+		m.applies.WithLabelValues(r.rs.name, j.parent.GetKind(), string(OpStatus), outcome).Inc()
+		m.applyDuration.WithLabelValues(string(OpStatus)).Observe(e.now().Sub(start).Seconds())
+	}
+}
+
+// sameOn reports whether old holds every field of st with the same value.
+func sameOn(st, old map[string]any) bool {
+	for k, v := range st {
+		if !reflect.DeepEqual(v, old[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// isTransient says whether err may pass if the write is tried again.
+func isTransient(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+			apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsConflict(err) ||
+			apierrors.IsUnexpectedServerError(err) || status.Status().Code >= 500
+	}
+	// Not an answer from the server: the connection was refused, reset or
+	// cut, or timed out. The server may be back on the next try.
+	return true
+}
+
+func failureReason(err error) string {
+	if r := apierrors.ReasonForError(err); r != metav1.StatusReasonUnknown {
+		return string(r)
+	}
+	return "WriteFailed"
+}
+
+func apiMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Message != "" {
+		return status.Status().Message
+	}
+	return err.Error()
+}

@@ -1,0 +1,175 @@
+package engine
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/resyncd/resyncd/config"
+	"github.com/resyncd/resyncd/desired"
+)
+
+var (
+	httpServices = schema.GroupVersionResource{Group: "resyncd.io", Version: "v1alpha1", Resource: "httpservices"}
+	deployments  = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	services     = schema.GroupVersionResource{Version: "v1", Resource: "services"}
+	hpas         = schema.GroupVersionResource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"}
+)
+
+// requestLog records the requests that reach the API server.
+type requestLog struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	reqs []string // "METHOD path?query"
+}
+
+func (l *requestLog) RoundTrip(r *http.Request) (*http.Response, error) {
+	l.mu.Lock()
+	l.reqs = append(l.reqs, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
+	l.mu.Unlock()
+	return l.next.RoundTrip(r)
+}
+
+func (l *requestLog) reset() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.reqs
+	l.reqs = nil
+	return out
+}
+
+// testConfig watches HttpServices in namespaces with small pages.
+func testConfig(namespaces ...string) *config.Config {
+	cfg := config.Default()
+	cfg.PageSize = 7
+	cfg.FieldManager = "resyncd"
+	r := config.DefaultResource()
+	r.Group, r.Version, r.Resource, r.Renderer = "resyncd.io", "v1alpha1", "httpservices", desired.HTTPServiceRendererName
+	r.Namespaces = namespaces
+	cfg.Resources = []config.Resource{r}
+	return &cfg
+}
+
+type harness struct {
+	t       *testing.T
+	engine  *Engine
+	log     *requestLog
+	reg     *prometheus.Registry
+	dyn     dynamic.Interface // unlogged, for the test's own reads and writes
+	cs      kubernetes.Interface
+	nowFunc func() time.Time
+}
+
+func newHarness(t *testing.T, cfg *config.Config) *harness {
+	t.Helper()
+	log := &requestLog{}
+	rc := rest.CopyConfig(env.Config)
+	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { log.next = rt; return log })
+	client, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	e, err := New(cfg, Options{Client: client, Renderers: desired.DefaultRegistry(), Metrics: NewMetrics(reg), Log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness{t: t, engine: e, log: log, reg: reg,
+		dyn: dynamic.NewForConfigOrDie(env.Config), cs: kubernetes.NewForConfigOrDie(env.Config)}
+}
+
+func (h *harness) namespace(name string) {
+	h.t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := h.cs.CoreV1().Namespaces().Create(h.t.Context(), ns, metav1.CreateOptions{}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) createParent(ns, name string, spec map[string]any) *unstructured.Unstructured {
+	h.t.Helper()
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "resyncd.io/v1alpha1", "kind": "HttpService",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec":     spec,
+	}}
+	got, err := h.dyn.Resource(httpServices).Namespace(ns).Create(h.t.Context(), u, metav1.CreateOptions{})
+	if err != nil {
+		h.t.Fatalf("create %s/%s: %v", ns, name, err)
+	}
+	return got
+}
+
+func (h *harness) get(gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
+	return h.dyn.Resource(gvr).Namespace(ns).Get(h.t.Context(), name, metav1.GetOptions{})
+}
+
+func (h *harness) mustGet(gvr schema.GroupVersionResource, ns, name string) *unstructured.Unstructured {
+	h.t.Helper()
+	u, err := h.get(gvr, ns, name)
+	if err != nil {
+		h.t.Fatalf("get %s %s/%s: %v", gvr.Resource, ns, name, err)
+	}
+	return u
+}
+
+func (h *harness) list(gvr schema.GroupVersionResource, ns string) []unstructured.Unstructured {
+	h.t.Helper()
+	l, err := h.dyn.Resource(gvr).Namespace(ns).List(h.t.Context(), metav1.ListOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return l.Items
+}
+
+// sync runs one pass and fails the test on error.
+func (h *harness) sync() ResourceReport {
+	h.t.Helper()
+	rep, err := h.engine.SyncOnce(h.t.Context())
+	if err != nil {
+		h.t.Fatalf("SyncOnce: %v", err)
+	}
+	return rep.Resources[0]
+}
+
+// writes returns the requests in reqs that are not reads.
+func writes(reqs []string) []string {
+	var out []string
+	for _, r := range reqs {
+		if !strings.HasPrefix(r, "GET ") {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func condition(t *testing.T, u *unstructured.Unstructured, typ string) map[string]any {
+	t.Helper()
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m := c.(map[string]any)
+		if m["type"] == typ {
+			return m
+		}
+	}
+	t.Fatalf("%s/%s has no %s condition: %v", u.GetNamespace(), u.GetName(), typ, u.Object["status"])
+	return nil
+}
+
+func pages(n, size int) int { return max(1, (n+size-1)/size) }
+
+var _ = fmt.Sprint

@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the Prometheus metrics of DESIGN §5, registered on the
+// registry given to NewMetrics.
+type Metrics struct {
+	passes         *prometheus.CounterVec
+	passDuration   *prometheus.HistogramVec
+	lastSuccess    *prometheus.GaugeVec
+	managed        *prometheus.GaugeVec
+	drift          *prometheus.CounterVec
+	applies        *prometheus.CounterVec
+	applyDuration  *prometheus.HistogramVec
+	deferred       *prometheus.GaugeVec
+	falsePositives *prometheus.CounterVec
+	isLeader       prometheus.Gauge
+}
+
+// NewMetrics creates the metrics and registers them on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		passes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "resyncd_passes_total", Help: "Passes over a watched resource, by result.",
+		}, []string{"resource", "result"}),
+		passDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "resyncd_pass_duration_seconds", Help: "Duration of a pass over a watched resource.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
+		}, []string{"resource"}),
+		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "resyncd_last_successful_pass_timestamp_seconds", Help: "Unix time of the last pass that finished without error.",
+		}, []string{"resource"}),
+		managed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "resyncd_managed_objects", Help: "Child objects seen in the last pass, by state.",
+		}, []string{"resource", "kind", "state"}),
+		drift: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "resyncd_drift_total", Help: "Child objects found drifted, by reason.",
+		}, []string{"resource", "kind", "reason"}),
+		applies: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "resyncd_apply_total", Help: "Writes to the API server, by operation and result.",
+		}, []string{"resource", "kind", "operation", "result"}),
+		applyDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "resyncd_apply_duration_seconds", Help: "Duration of one write, retries included.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}, []string{"operation"}),
+		deferred: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "resyncd_deferred_writes", Help: "Writes left for the next pass by the per-pass budget.",
+		}, []string{"resource"}),
+		falsePositives: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "resyncd_drift_false_positives_total", Help: "Objects the local check called drifted that the server found unchanged.",
+		}, []string{"resource", "kind"}),
+		isLeader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "resyncd_is_leader", Help: "1 while this process leads (or leader election is off), else 0.",
+		}),
+	}
+	reg.MustRegister(m.passes, m.passDuration, m.lastSuccess, m.managed, m.drift, m.applies,
+		m.applyDuration, m.deferred, m.falsePositives, m.isLeader)
+	return m
+}
+
+// SetLeader records whether this process leads.
+func (m *Metrics) SetLeader(leading bool) {
+	if leading {
+		m.isLeader.Set(1)
+	} else {
+		m.isLeader.Set(0)
+	}
+}

@@ -1,0 +1,122 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/client-go/applyconfigurations"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
+)
+
+// fingerprint identifies the content of the fields resyncd owns.
+type fingerprint [sha256.Size]byte
+
+// owner extracts, from a live object's managedFields, the fields one field
+// manager set with apply (tier 1 of drift detection), and puts desired
+// objects in the same form, so that the two compare with no request.
+type owner struct {
+	manager   string
+	converter managedfields.TypeConverter
+}
+
+func newOwner(manager string) *owner {
+	return &owner{manager: manager, converter: applyconfigurations.NewTypeConverter(clientgoscheme.Scheme)}
+}
+
+// owned returns the fields of live that o.manager applied, in the form of
+// normalize; ok is false when it applied none.
+func (o *owner) owned(live *unstructured.Unstructured) (_ map[string]any, ok bool, _ error) {
+	var entry *metav1.ManagedFieldsEntry
+	for i, mf := range live.GetManagedFields() {
+		if mf.Manager == o.manager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "" {
+			entry = &live.GetManagedFields()[i]
+			break
+		}
+	}
+	if entry == nil || entry.FieldsV1 == nil {
+		return nil, false, nil
+	}
+	set := &fieldpath.Set{}
+	if err := set.FromJSON(entry.FieldsV1.GetRawReader()); err != nil {
+		return nil, false, fmt.Errorf("%s: managedFields of %s: %w", objectID(live), o.manager, err)
+	}
+	tv, err := o.typed(live)
+	if err != nil {
+		return nil, false, err
+	}
+	m, err := asMap(tv.ExtractItems(set.Leaves()))
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: %w", objectID(live), err)
+	}
+	stripIdentity(m)
+	return m, true, nil
+}
+
+// normalize returns desired as the schema sees it, without the identity
+// fields that managedFields never list.
+func (o *owner) normalize(desired *unstructured.Unstructured) (map[string]any, error) {
+	// The typed value shares desired's maps: work on a copy.
+	tv, err := o.typed(desired.DeepCopy())
+	if err != nil {
+		return nil, err
+	}
+	m, err := asMap(tv)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", objectID(desired), err)
+	}
+	stripIdentity(m)
+	return m, nil
+}
+
+func (o *owner) typed(u *unstructured.Unstructured) (*typed.TypedValue, error) {
+	tv, err := o.converter.ObjectToTyped(u, typed.AllowDuplicates)
+	if err != nil {
+		return nil, fmt.Errorf("%s: read against its schema: %w", objectID(u), err)
+	}
+	return tv, nil
+}
+
+func asMap(tv *typed.TypedValue) (map[string]any, error) {
+	m, ok := tv.AsValue().Unstructured().(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("extracted fields are not an object")
+	}
+	return m, nil
+}
+
+// stripIdentity removes what names an object rather than describes it.
+func stripIdentity(m map[string]any) {
+	delete(m, "apiVersion")
+	delete(m, "kind")
+	if md, ok := m["metadata"].(map[string]any); ok {
+		delete(md, "name")
+		delete(md, "namespace")
+		if len(md) == 0 {
+			delete(m, "metadata")
+		}
+	}
+}
+
+// fingerprintOf hashes m's JSON; encoding/json sorts map keys, so equal
+// content gives an equal fingerprint.
+func fingerprintOf(m map[string]any) (fingerprint, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fingerprint{}, err
+	}
+	return sha256.Sum256(b), nil
+}
+
+// objectID formats an object as Kind/namespace/name for messages.
+func objectID(u *unstructured.Unstructured) string {
+	if u.GetNamespace() == "" {
+		return u.GetKind() + "/" + u.GetName()
+	}
+	return u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
+}

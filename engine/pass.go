@@ -1,0 +1,334 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"time"
+
+	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/resyncd/resyncd/config"
+	"github.com/resyncd/resyncd/desired"
+)
+
+// Operation is a kind of write.
+type Operation string
+
+// The operations, in the order the plan prefers them.
+const (
+	OpCreate Operation = "create"
+	OpUpdate Operation = "update"
+	OpStatus Operation = "status"
+	OpDelete Operation = "delete"
+)
+
+func (o Operation) class() int {
+	switch o {
+	case OpCreate:
+		return 0
+	case OpUpdate:
+		return 1
+	case OpStatus:
+		return 2
+	default:
+		return 3
+	}
+}
+
+// Drift reasons, the values of the reason label of resyncd_drift_total.
+const (
+	reasonMissing  = "missing"
+	reasonChanged  = "changed"
+	reasonOrphaned = "orphaned"
+)
+
+// op is one planned child write.
+type op struct {
+	kind    Operation
+	key     childKey
+	gvr     schema.GroupVersionResource
+	desired *unstructured.Unstructured // create, update
+	fp      fingerprint
+	live    *liveChild // update, delete
+}
+
+// job is the work for one parent — its child writes in graph order, its
+// status, the pruning of children it no longer wants — or, for orphans
+// whose parent is gone, only prunes. One worker runs a job start to end.
+type job struct {
+	parent   *unstructured.Unstructured // nil for orphans
+	priority int32
+	ops      []*op
+	prunes   []*op
+	children []*liveChild // live children, for the status
+	failure  *desired.Failure
+	withheld string
+	since    time.Time // first sighting of its oldest drift
+	pending  int
+	applied  bool
+}
+
+func (j *job) class() int {
+	c := OpStatus.class()
+	for _, o := range j.ops {
+		c = min(c, o.kind.class())
+	}
+	if j.parent == nil {
+		c = OpDelete.class()
+	}
+	return c
+}
+
+// SyncResource runs one pass over the i-th watched resource.
+func (e *Engine) SyncResource(ctx context.Context, i int) (ResourceReport, error) {
+	rs := e.resources[i]
+	start := e.now()
+	rep := ResourceReport{Resource: rs.name}
+	if rs.cfg.Mode == config.ModeOff {
+		return rep, nil
+	}
+	err := e.pass(ctx, rs, &rep)
+	rep.Duration = e.now().Sub(start)
+	e.record(rs, &rep, err)
+	return rep, err
+}
+
+func (e *Engine) pass(ctx context.Context, rs *resourceState, rep *ResourceReport) error {
+	parents, known, err := e.readParents(ctx, rs)
+	if err != nil {
+		return err
+	}
+	rep.Parents = len(parents)
+	children, err := e.readChildren(ctx, rs)
+	if err != nil {
+		return err
+	}
+	jobs := e.plan(rs, parents, known, children, rep)
+	return e.execute(ctx, rs, jobs, rep)
+}
+
+// readParents LISTs the parents in scope. Parents outside the label
+// selector are read too, so that their children are never taken for
+// orphans; known holds every parent's UID.
+func (e *Engine) readParents(ctx context.Context, rs *resourceState) ([]*unstructured.Unstructured, map[types.UID]bool, error) {
+	var parents []*unstructured.Unstructured
+	known := map[types.UID]bool{}
+	err := e.reader.Parents(ctx, rs.gvr, rs.cfg.Namespaces, func(u *unstructured.Unstructured) error {
+		known[u.GetUID()] = true
+		if rs.parentGVK.Kind == "" {
+			rs.parentGVK = u.GroupVersionKind()
+		}
+		if !rs.selector.Matches(labels.Set(u.GetLabels())) {
+			return nil
+		}
+		u.SetManagedFields(nil) // not needed; the largest part of a small object
+		parents = append(parents, u)
+		return nil
+	})
+	return parents, known, err
+}
+
+func (e *Engine) readChildren(ctx context.Context, rs *resourceState) (map[childKey]*liveChild, error) {
+	children := map[childKey]*liveChild{}
+	for _, ct := range rs.renderer.ChildTypes() {
+		err := e.reader.Children(ctx, ct.GVR, rs.cfg.Namespaces, func(u *unstructured.Unstructured) error {
+			c, err := e.owner.reduceChild(u, ct.GVR, rs.parentGVK, e.keepFields)
+			if err != nil {
+				return err
+			}
+			children[c.key] = c
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return children, nil
+}
+
+// plan compares desired and live children and orders the work: by the
+// parent's spec.priority, then the kind of write most needed, then the age
+// of the drift.
+func (e *Engine) plan(rs *resourceState, parents []*unstructured.Unstructured, known map[types.UID]bool,
+	children map[childKey]*liveChild, rep *ResourceReport) []*job {
+	now := e.now()
+	claimed := map[childKey]bool{}
+	seenDrift := map[childKey]time.Time{}
+	var jobs []*job
+	for _, p := range parents {
+		j := e.planParent(rs, p, children, claimed, seenDrift, now, rep)
+		jobs = append(jobs, j)
+	}
+	// Children whose parent is gone, or no longer wants them.
+	orphans := &job{since: now}
+	byParent := map[types.UID]*job{}
+	for _, j := range jobs {
+		byParent[j.parent.GetUID()] = j
+	}
+	for _, k := range sortedKeys(children) {
+		c := children[k]
+		if claimed[k] || c.controller == "" {
+			continue
+		}
+		j, alive := byParent[c.controller]
+		switch {
+		case alive && j.failure == nil:
+		case known[c.controller]:
+			continue // a parent that failed to render, or outside the label selector: leave its children alone
+		default:
+			j = orphans
+		}
+		rep.Orphaned++
+		e.countDrift(rs, c.key.Kind, reasonOrphaned)
+		seenDrift[k] = firstSeen(rs, k, now)
+		rep.Drifts = append(rep.Drifts, Drift{Object: k.String(), Reason: reasonOrphaned, Live: c.ownedFields})
+		j.prunes = append(j.prunes, &op{kind: OpDelete, key: k, gvr: c.gvr, live: c})
+	}
+	rs.driftSince = seenDrift
+	if len(orphans.prunes) > 0 {
+		jobs = append(jobs, orphans)
+	}
+	sort.SliceStable(jobs, func(a, b int) bool {
+		ja, jb := jobs[a], jobs[b]
+		if ja.priority != jb.priority {
+			return ja.priority > jb.priority
+		}
+		if ca, cb := ja.class(), jb.class(); ca != cb {
+			return ca < cb
+		}
+		return ja.since.Before(jb.since)
+	})
+	return jobs
+}
+
+func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, children map[childKey]*liveChild,
+	claimed map[childKey]bool, seenDrift map[childKey]time.Time, now time.Time, rep *ResourceReport) *job {
+	j := &job{parent: p, priority: parentPriority(p), since: now}
+	if paused, _, _ := unstructured.NestedBool(p.Object, "spec", "paused"); paused {
+		j.withheld = desired.WithheldPaused
+	} else if rs.cfg.Mode == config.ModeWarn {
+		j.withheld = desired.WithheldWarn
+	}
+	g, err := rs.renderer.Render(p)
+	if err != nil {
+		var ie *desired.InvalidError
+		if errors.As(err, &ie) {
+			j.failure = &desired.Failure{Reason: "InvalidSpec", Message: ie.Error()}
+		} else {
+			j.failure = &desired.Failure{Reason: "RenderFailed", Message: err.Error()}
+		}
+		return j
+	}
+	gvrOf := map[string]schema.GroupVersionResource{}
+	for _, ct := range rs.renderer.ChildTypes() {
+		gvrOf[ct.GVR.Group+"/"+ct.Kind] = ct.GVR
+	}
+	for _, d := range g.Children {
+		k := keyOf(d)
+		claimed[k] = true
+		gvr := gvrOf[k.Group+"/"+k.Kind]
+		norm, err := e.owner.normalize(d)
+		var fp fingerprint
+		if err == nil {
+			fp, err = fingerprintOf(norm)
+		}
+		if err != nil {
+			j.failure = &desired.Failure{Reason: "RenderFailed", Message: err.Error()}
+			return j
+		}
+		live := children[k]
+		switch {
+		case live == nil:
+			rep.Missing++
+			e.countDrift(rs, k.Kind, reasonMissing)
+			rep.Drifts = append(rep.Drifts, Drift{Object: k.String(), Reason: reasonMissing, Desired: norm})
+			j.ops = append(j.ops, &op{kind: OpCreate, key: k, gvr: gvr, desired: d, fp: fp})
+		case live.controller != "" && live.controller != p.GetUID():
+			// Left by an earlier parent of the same name: remove it first;
+			// a later pass creates the new one.
+			rep.Orphaned++
+			e.countDrift(rs, k.Kind, reasonOrphaned)
+			rep.Drifts = append(rep.Drifts, Drift{Object: k.String(), Reason: reasonOrphaned, Live: live.ownedFields})
+			j.prunes = append(j.prunes, &op{kind: OpDelete, key: k, gvr: gvr, live: live})
+			j.pending++
+		case (!live.owned || live.fingerprint != fp) && !e.isNoop(rs, live, fp):
+			rep.Drifted++
+			e.countDrift(rs, k.Kind, reasonChanged)
+			rep.Drifts = append(rep.Drifts, Drift{Object: k.String(), Reason: reasonChanged, Live: live.ownedFields, Desired: norm})
+			j.ops = append(j.ops, &op{kind: OpUpdate, key: k, gvr: gvr, desired: d, fp: fp, live: live})
+			j.children = append(j.children, live)
+		default:
+			rep.InSync++
+			j.children = append(j.children, live)
+			continue
+		}
+		since := firstSeen(rs, k, now)
+		seenDrift[k] = since
+		if since.Before(j.since) {
+			j.since = since
+		}
+	}
+	// Children of this parent that it no longer renders, for example the
+	// HorizontalPodAutoscaler after autoscaling is switched off, are left
+	// for the orphan sweep in plan, which sees they are unclaimed.
+	return j
+}
+
+func firstSeen(rs *resourceState, k childKey, now time.Time) time.Time {
+	if t, ok := rs.driftSince[k]; ok {
+		return t
+	}
+	return now
+}
+
+func parentPriority(p *unstructured.Unstructured) int32 {
+	v, _, _ := unstructured.NestedInt64(p.Object, "spec", "priority")
+	return int32(v)
+}
+
+func sortedKeys(m map[childKey]*liveChild) []childKey {
+	keys := make([]childKey, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(a, b int) bool { return keys[a].String() < keys[b].String() })
+	return keys
+}
+
+func (e *Engine) countDrift(rs *resourceState, kind, reason string) {
+	if e.metrics != nil {
+		e.metrics.drift.WithLabelValues(rs.name, kind, reason).Inc()
+	}
+}
+
+// record publishes a pass's numbers and its one Info line.
+func (e *Engine) record(rs *resourceState, rep *ResourceReport, err error) {
+	if m := e.metrics; m != nil {
+		result := "success"
+		if err != nil {
+			result = "error"
+		} else {
+			m.lastSuccess.WithLabelValues(rs.name).Set(float64(e.now().Unix()))
+		}
+		m.passes.WithLabelValues(rs.name, result).Inc()
+		m.passDuration.WithLabelValues(rs.name).Observe(rep.Duration.Seconds())
+		m.deferred.WithLabelValues(rs.name).Set(float64(rep.Deferred))
+	}
+	fields := []zap.Field{
+		zap.String("resource", rs.name), zap.Int("parents", rep.Parents),
+		zap.Int("inSync", rep.InSync), zap.Int("drifted", rep.Drifted), zap.Int("missing", rep.Missing), zap.Int("orphaned", rep.Orphaned),
+		zap.Int("created", rep.Created), zap.Int("updated", rep.Updated), zap.Int("deleted", rep.Deleted), zap.Int("statuses", rep.Statuses),
+		zap.Int("noops", rep.NoOps), zap.Int("deferred", rep.Deferred), zap.Int("withheld", rep.Withheld),
+		zap.Int("failed", rep.Failed), zap.Int("stalled", rep.Stalled), zap.Duration("duration", rep.Duration),
+	}
+	if err != nil {
+		e.log.Warn("Pass failed", append(fields, zap.Error(err))...)
+		return
+	}
+	e.log.Info("Pass finished", fields...)
+}

@@ -1,0 +1,57 @@
+package engine
+
+import (
+	"errors"
+	"time"
+)
+
+// Report is what one pass did.
+type Report struct {
+	// Resources has one entry per watched resource, in configuration order.
+	Resources []ResourceReport
+}
+
+// ResourceReport is what one pass over one watched resource did.
+type ResourceReport struct {
+	// Resource is group/version/resource.
+	Resource string
+	// Parents is the number of parents seen.
+	Parents int
+	// InSync, Drifted, Missing and Orphaned count the children by state.
+	InSync, Drifted, Missing, Orphaned int
+	// Created, Updated, Deleted and Statuses count the writes that changed
+	// something; NoOps the updates the server found unchanged.
+	Created, Updated, Deleted, Statuses, NoOps int
+	// Deferred counts the writes left for the next pass by the budget.
+	Deferred int
+	// Withheld counts the writes not made on purpose (warn mode, spec.paused).
+	Withheld int
+	// Failed counts the writes that failed.
+	Failed int
+	// Stalled counts the parents blocked by a permanent error.
+	Stalled int
+	// Drifts are the drifted, missing and orphaned children, for `resyncd diff`.
+	Drifts []Drift
+	// Duration is how long the pass took.
+	Duration time.Duration
+}
+
+// Writes is the number of writes the pass made.
+func (r ResourceReport) Writes() int {
+	return r.Created + r.Updated + r.Deleted + r.Statuses + r.NoOps + r.Failed
+}
+
+// Drift is one child that differs from what it should be.
+type Drift struct {
+	// Object is Kind/namespace/name.
+	Object string
+	// Reason is missing, changed or orphaned.
+	Reason string
+	// Live are the fields resyncd owns now; nil when missing or when the
+	// engine keeps only fingerprints.
+	Live map[string]any
+	// Desired are the fields resyncd would apply; nil when orphaned.
+	Desired map[string]any
+}
+
+func joinErrors(errs []error) error { return errors.Join(errs...) }

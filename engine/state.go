@@ -1,0 +1,87 @@
+package engine
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/resyncd/resyncd/desired"
+)
+
+// childKey identifies a child object.
+type childKey struct {
+	Group, Kind, Namespace, Name string
+}
+
+func keyOf(u *unstructured.Unstructured) childKey {
+	return childKey{Group: u.GroupVersionKind().Group, Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
+}
+
+func (k childKey) String() string { return fmt.Sprintf("%s/%s/%s", k.Kind, k.Namespace, k.Name) }
+
+// liveChild is what a pass keeps of a LISTed child: identity, ownership,
+// the fingerprint of the fields resyncd owns and the status. The rest of
+// the object is dropped as its page is read.
+type liveChild struct {
+	key             childKey
+	gvr             schema.GroupVersionResource
+	uid             types.UID
+	resourceVersion string
+	generation      int64
+	// controller is the UID of the controller ownerReference of the parent
+	// kind; empty when another kind, or nobody, controls the child.
+	controller types.UID
+	// owned is set when resyncd's field manager applied fields to it.
+	owned       bool
+	fingerprint fingerprint
+	// ownedFields are kept only for `resyncd diff`.
+	ownedFields map[string]any
+	status      map[string]any
+}
+
+func (c *liveChild) summary() desired.Child {
+	return desired.Child{Kind: c.key.Kind, Name: c.key.Name, Generation: c.generation, Status: c.status}
+}
+
+// reduceChild keeps what the diff and the status need of a LISTed child.
+func (o *owner) reduceChild(u *unstructured.Unstructured, gvr schema.GroupVersionResource, parentGVK schema.GroupVersionKind, keepFields bool) (*liveChild, error) {
+	c := &liveChild{
+		key:             keyOf(u),
+		gvr:             gvr,
+		uid:             u.GetUID(),
+		resourceVersion: u.GetResourceVersion(),
+		generation:      u.GetGeneration(),
+	}
+	for _, ref := range u.GetOwnerReferences() {
+		if ref.Controller != nil && *ref.Controller && ref.Kind == parentGVK.Kind && groupOf(ref.APIVersion) == parentGVK.Group {
+			c.controller = ref.UID
+		}
+	}
+	if st, ok := u.Object["status"].(map[string]any); ok {
+		c.status = st
+	}
+	fields, ok, err := o.owned(u)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		c.owned = true
+		if c.fingerprint, err = fingerprintOf(fields); err != nil {
+			return nil, err
+		}
+		if keepFields {
+			c.ownedFields = fields
+		}
+	}
+	return c, nil
+}
+
+func groupOf(apiVersion string) string {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return ""
+	}
+	return gv.Group
+}
