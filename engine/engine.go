@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/resyncd/resyncd/actual"
@@ -28,6 +29,7 @@ type Engine struct {
 	log       *zap.Logger
 	limiter   flowcontrol.RateLimiter
 	now       func() time.Time
+	events    events.EventRecorder
 	// keepFields keeps the owned fields of live children for Report.Drifts.
 	keepFields bool
 
@@ -39,7 +41,7 @@ type Engine struct {
 // between passes.
 type resourceState struct {
 	cfg      config.Resource
-	name     string // group/version/resource, for metrics and logs
+	name     string // resource.version.group, as kubectl spells it, for metrics and logs
 	gvr      schema.GroupVersionResource
 	renderer desired.Renderer
 	selector labels.Selector
@@ -69,6 +71,8 @@ type Options struct {
 	Log *zap.Logger
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
+	// Events records Events on the parents' transitions; nil records none.
+	Events events.EventRecorder
 	// KeepFields keeps the fields resyncd owns of every drifted child in
 	// the report, for `resyncd diff`; passes hold only fingerprints otherwise.
 	KeepFields bool
@@ -87,6 +91,7 @@ func New(cfg *config.Config, opts Options) (*Engine, error) {
 		limiter:    flowcontrol.NewTokenBucketRateLimiter(float32(cfg.Apply.QPS), cfg.Apply.Burst),
 		now:        opts.Now,
 		keepFields: opts.KeepFields,
+		events:     opts.Events,
 	}
 	if e.now == nil {
 		e.now = time.Now
@@ -105,7 +110,7 @@ func New(cfg *config.Config, opts Options) (*Engine, error) {
 		}
 		gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
 		e.resources = append(e.resources, &resourceState{
-			cfg: r, name: gvr.String(), gvr: gvr, renderer: rd, selector: sel,
+			cfg: r, name: resourceName(gvr), gvr: gvr, renderer: rd, selector: sel,
 			noops: map[noopKey]bool{}, driftSince: map[childKey]time.Time{},
 		})
 	}
@@ -125,4 +130,12 @@ func (e *Engine) SyncOnce(ctx context.Context) (Report, error) {
 		}
 	}
 	return rep, joinErrors(errs)
+}
+
+// resourceName spells gvr as kubectl does: httpservices.v1alpha1.resyncd.io.
+func resourceName(gvr schema.GroupVersionResource) string {
+	if gvr.Group == "" {
+		return gvr.Resource + "." + gvr.Version
+	}
+	return gvr.Resource + "." + gvr.Version + "." + gvr.Group
 }

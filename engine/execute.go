@@ -264,6 +264,7 @@ func (e *Engine) writeStatus(ctx context.Context, r *run, j *job) {
 	switch {
 	case err == nil:
 		r.add(func(rep *ResourceReport) { rep.Statuses++ })
+		e.recordTransitions(j.parent, old, st)
 	case apierrors.IsNotFound(err): // deleted during the pass
 		outcome = "noop"
 	default:

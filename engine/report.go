@@ -13,7 +13,7 @@ type Report struct {
 
 // ResourceReport is what one pass over one watched resource did.
 type ResourceReport struct {
-	// Resource is group/version/resource.
+	// Resource is resource.version.group, for example httpservices.v1alpha1.resyncd.io.
 	Resource string
 	// Parents is the number of parents seen.
 	Parents int

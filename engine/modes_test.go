@@ -1,0 +1,182 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/resyncd/resyncd/config"
+)
+
+// TestWarnModeAndPaused: drift is counted and shown in metrics and status,
+// and no child is written.
+func TestWarnModeAndPaused(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		mode   config.Mode
+		paused bool
+		reason string
+	}{
+		{"warn", config.ModeWarn, false, "WarnMode"},
+		{"paused", config.ModeEnforce, true, "Paused"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := "mode-" + tt.name
+			cfg := testConfig(ns)
+			h := newHarness(t, cfg)
+			h.namespace(ns)
+			h.createParent(ns, "web", map[string]any{"image": "nginx:1.27", "port": int64(80)})
+			h.createParent(ns, "api", map[string]any{"image": "nginx:1.27", "port": int64(80)})
+			// Let the children exist first, then hold back.
+			h.sync()
+			if tt.paused {
+				for _, name := range []string{"web", "api"} {
+					p := h.mustGet(httpServices, ns, name)
+					if err := unstructured.SetNestedField(p.Object, true, "spec", "paused"); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := h.dyn.Resource(httpServices).Namespace(ns).Update(t.Context(), p, metav1.UpdateOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			h.engine.resources[0].cfg.Mode = tt.mode
+			forceApply(t, h, "intruder", ns, "web", `{"apiVersion":"apps/v1","kind":"Deployment","spec":{"template":{"spec":{"containers":[{"name":"app","image":"nginx:evil"}]}}}}`)
+			if err := h.dyn.Resource(services).Namespace(ns).Delete(t.Context(), "api", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+
+			gvr := "httpservices.v1alpha1.resyncd.io"
+			changed := h.engine.metrics.drift.WithLabelValues(gvr, "Deployment", "changed")
+			missing := h.engine.metrics.drift.WithLabelValues(gvr, "Service", "missing")
+			changedBefore, missingBefore := testutil.ToFloat64(changed), testutil.ToFloat64(missing)
+			h.log.reset()
+			rep := h.sync()
+			var childWrites []string
+			for _, w := range writes(h.log.reset()) {
+				if !strings.Contains(w, "/httpservices/") {
+					childWrites = append(childWrites, w)
+				}
+			}
+			if len(childWrites) != 0 {
+				t.Errorf("child writes in %s: %v", tt.name, childWrites)
+			}
+			if rep.Drifted != 1 || rep.Missing != 1 || rep.Withheld != 2 {
+				t.Errorf("drifted %d, missing %d, withheld %d; want 1, 1, 2", rep.Drifted, rep.Missing, rep.Withheld)
+			}
+			if img := containerImage(t, h.mustGet(deployments, ns, "web")); img != "nginx:evil" {
+				t.Errorf("image %q was repaired", img)
+			}
+			if got := testutil.ToFloat64(changed) - changedBefore; got != 1 {
+				t.Errorf("resyncd_drift_total changed grew by %g, want 1", got)
+			}
+			if got := testutil.ToFloat64(missing) - missingBefore; got != 1 {
+				t.Errorf("resyncd_drift_total missing grew by %g, want 1", got)
+			}
+			for _, name := range []string{"web", "api"} {
+				p := h.mustGet(httpServices, ns, name)
+				if r := condition(t, p, "Ready"); r["status"] != "False" || r["reason"] != "Drifted" {
+					t.Errorf("%s Ready = %v, want False/Drifted", name, r)
+				}
+				if r := condition(t, p, "Reconciling"); r["reason"] != tt.reason {
+					t.Errorf("%s Reconciling = %v, want reason %s", name, r, tt.reason)
+				}
+			}
+		})
+	}
+}
+
+// TestInvalidParentStalls: a parent whose Deployment the API server
+// rejects (requests above limits) is Stalled with the server's message and
+// one Event across several passes; the others converge.
+func TestInvalidParentStalls(t *testing.T) {
+	ns := "invalid"
+	h := newHarness(t, testConfig(ns))
+	h.namespace(ns)
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: h.cs.EventsV1()})
+	b.StartRecordingToSink(t.Context().Done())
+	h.engine.events = b.NewRecorder(scheme.Scheme, "resyncd")
+
+	h.createParent(ns, "good-1", map[string]any{"image": "nginx", "port": int64(80)})
+	h.createParent(ns, "bad", map[string]any{"image": "nginx", "port": int64(80),
+		"resources": map[string]any{"requests": map[string]any{"cpu": "2"}, "limits": map[string]any{"cpu": "1"}}})
+	h.createParent(ns, "good-2", map[string]any{"image": "nginx", "port": int64(80)})
+	h.createParent(ns, "bad-name.v2", map[string]any{"image": "nginx", "port": int64(80)})
+
+	var failedWrites []int
+	for range 3 {
+		h.log.reset()
+		rep := h.sync()
+		n := 0
+		for _, w := range writes(h.log.reset()) {
+			if strings.Contains(w, "/deployments/bad") {
+				n++
+			}
+		}
+		failedWrites = append(failedWrites, n)
+		if rep.Stalled != 2 {
+			t.Errorf("stalled = %d, want 2", rep.Stalled)
+		}
+	}
+	if failedWrites[1] > 1 || failedWrites[2] > 1 {
+		t.Errorf("writes of the invalid Deployment per pass = %v, want at most 1 each", failedWrites)
+	}
+	for _, name := range []string{"good-1", "good-2"} {
+		h.mustGet(deployments, ns, name)
+		h.mustGet(services, ns, name)
+		if s := condition(t, h.mustGet(httpServices, ns, name), "Stalled"); s["status"] != "False" {
+			t.Errorf("%s Stalled = %v", name, s)
+		}
+	}
+	bad := h.mustGet(httpServices, ns, "bad")
+	s := condition(t, bad, "Stalled")
+	if s["status"] != "True" || s["reason"] != "Invalid" || !strings.Contains(str(s["message"]), "must be less than or equal to cpu limit") {
+		t.Errorf("bad Stalled = %v, want True/Invalid with the API server's message", s)
+	}
+	if _, err := h.get(deployments, ns, "bad-name.v2"); err == nil {
+		t.Error("a child of the parent with an invalid name was created")
+	}
+	s = condition(t, h.mustGet(httpServices, ns, "bad-name.v2"), "Stalled")
+	if s["status"] != "True" || s["reason"] != "InvalidSpec" || !strings.Contains(str(s["message"]), "metadata.name") {
+		t.Errorf("bad-name.v2 Stalled = %v, want True/InvalidSpec naming metadata.name", s)
+	}
+
+	// The broadcaster writes asynchronously: wait for the Events, then check
+	// that there is one per stalled parent, not one per pass.
+	count := func() map[string]int {
+		l, err := h.cs.EventsV1().Events(ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int{}
+		for _, ev := range l.Items {
+			if ev.Type == "Warning" {
+				n := 1
+				if ev.Series != nil {
+					n = int(ev.Series.Count)
+				}
+				out[ev.Regarding.Name+"/"+ev.Reason] += n
+			}
+		}
+		return out
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	got := count()
+	for len(got) < 2 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+		got = count()
+	}
+	want := map[string]int{"bad/Invalid": 1, "bad-name.v2/InvalidSpec": 1}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("Warning Events %v, want %v", got, want)
+			break
+		}
+	}
+}
