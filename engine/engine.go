@@ -30,6 +30,7 @@ type Engine struct {
 	limiter   flowcontrol.RateLimiter
 	now       func() time.Time
 	events    events.EventRecorder
+	readOnly  bool
 	// keepFields keeps the owned fields of live children for Report.Drifts.
 	keepFields bool
 
@@ -71,6 +72,9 @@ type Options struct {
 	Log *zap.Logger
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
+	// ReadOnly plans and reports, and writes nothing: no child, no status,
+	// no Event. It is how `resyncd diff` runs.
+	ReadOnly bool
 	// Events records Events on the parents' transitions; nil records none.
 	Events events.EventRecorder
 	// KeepFields keeps the fields resyncd owns of every drifted child in
@@ -92,6 +96,7 @@ func New(cfg *config.Config, opts Options) (*Engine, error) {
 		now:        opts.Now,
 		keepFields: opts.KeepFields,
 		events:     opts.Events,
+		readOnly:   opts.ReadOnly,
 	}
 	if e.now == nil {
 		e.now = time.Now

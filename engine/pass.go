@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -45,6 +46,14 @@ const (
 	reasonMissing  = "missing"
 	reasonChanged  = "changed"
 	reasonOrphaned = "orphaned"
+)
+
+// Child states, the values of the state label of resyncd_managed_objects.
+const (
+	stateInSync   = "in_sync"
+	stateDrifted  = "drifted"
+	stateMissing  = "missing"
+	stateOrphaned = "orphaned"
 )
 
 // op is one planned child write.
@@ -109,6 +118,9 @@ func (e *Engine) pass(ctx context.Context, rs *resourceState, rep *ResourceRepor
 		return err
 	}
 	jobs := e.plan(rs, parents, known, children, rep)
+	if e.readOnly {
+		return nil
+	}
 	return e.execute(ctx, rs, jobs, rep)
 }
 
@@ -183,7 +195,7 @@ func (e *Engine) plan(rs *resourceState, parents []*unstructured.Unstructured, k
 		default:
 			j = orphans
 		}
-		rep.Orphaned++
+		rep.count(c.key.Kind, stateOrphaned)
 		e.countDrift(rs, c.key.Kind, reasonOrphaned)
 		seenDrift[k] = firstSeen(rs, k, now)
 		rep.Drifts = append(rep.Drifts, Drift{Object: k.String(), Reason: reasonOrphaned, Live: c.ownedFields})
@@ -244,26 +256,26 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 		live := children[k]
 		switch {
 		case live == nil:
-			rep.Missing++
+			rep.count(k.Kind, stateMissing)
 			e.countDrift(rs, k.Kind, reasonMissing)
 			rep.Drifts = append(rep.Drifts, Drift{Object: k.String(), Reason: reasonMissing, Desired: norm})
 			j.ops = append(j.ops, &op{kind: OpCreate, key: k, gvr: gvr, desired: d, fp: fp})
 		case live.controller != "" && live.controller != p.GetUID():
 			// Left by an earlier parent of the same name: remove it first;
 			// a later pass creates the new one.
-			rep.Orphaned++
+			rep.count(k.Kind, stateOrphaned)
 			e.countDrift(rs, k.Kind, reasonOrphaned)
 			rep.Drifts = append(rep.Drifts, Drift{Object: k.String(), Reason: reasonOrphaned, Live: live.ownedFields})
 			j.prunes = append(j.prunes, &op{kind: OpDelete, key: k, gvr: gvr, live: live})
 			j.pending++
 		case (!live.owned || live.fingerprint != fp) && !e.isNoop(rs, live, fp):
-			rep.Drifted++
+			rep.count(k.Kind, stateDrifted)
 			e.countDrift(rs, k.Kind, reasonChanged)
 			rep.Drifts = append(rep.Drifts, Drift{Object: k.String(), Reason: reasonChanged, Live: live.ownedFields, Desired: norm})
 			j.ops = append(j.ops, &op{kind: OpUpdate, key: k, gvr: gvr, desired: d, fp: fp, live: live})
 			j.children = append(j.children, live)
 		default:
-			rep.InSync++
+			rep.count(k.Kind, stateInSync)
 			j.children = append(j.children, live)
 			continue
 		}
@@ -318,6 +330,13 @@ func (e *Engine) record(rs *resourceState, rep *ResourceReport, err error) {
 		m.passes.WithLabelValues(rs.name, result).Inc()
 		m.passDuration.WithLabelValues(rs.name).Observe(rep.Duration.Seconds())
 		m.deferred.WithLabelValues(rs.name).Set(float64(rep.Deferred))
+		if err == nil {
+			// Kinds and states that vanished must not keep their last value.
+			m.managed.DeletePartialMatch(prometheus.Labels{"resource": rs.name})
+			for ks, n := range rep.objects {
+				m.managed.WithLabelValues(rs.name, ks.kind, ks.state).Set(float64(n))
+			}
+		}
 	}
 	fields := []zap.Field{
 		zap.String("resource", rs.name), zap.Int("parents", rep.Parents),

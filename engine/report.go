@@ -34,6 +34,28 @@ type ResourceReport struct {
 	Drifts []Drift
 	// Duration is how long the pass took.
 	Duration time.Duration
+
+	objects map[kindState]int
+}
+
+type kindState struct{ kind, state string }
+
+// count books one child of kind in state.
+func (r *ResourceReport) count(kind, state string) {
+	switch state {
+	case stateInSync:
+		r.InSync++
+	case stateDrifted:
+		r.Drifted++
+	case stateMissing:
+		r.Missing++
+	case stateOrphaned:
+		r.Orphaned++
+	}
+	if r.objects == nil {
+		r.objects = map[kindState]int{}
+	}
+	r.objects[kindState{kind, state}]++
 }
 
 // Writes is the number of writes the pass made.

@@ -1,0 +1,63 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestMetrics: the registry lints clean and counts what the test did.
+func TestMetrics(t *testing.T) {
+	h := newHarness(t, testConfig("metrics"))
+	h.namespace("metrics")
+	for _, name := range []string{"a", "b", "c"} {
+		h.createParent("metrics", name, map[string]any{"image": "nginx", "port": int64(80)})
+	}
+	h.sync()
+	if err := h.dyn.Resource(httpServices).Namespace("metrics").Delete(t.Context(), "c", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.sync()
+
+	problems, err := testutil.GatherAndLint(h.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+	const res = `resource="httpservices.v1alpha1.resyncd.io"`
+	want := `
+# HELP resyncd_apply_total Writes to the API server, by operation and result.
+# TYPE resyncd_apply_total counter
+resyncd_apply_total{kind="Deployment",operation="create",` + res + `,result="success"} 3
+resyncd_apply_total{kind="Deployment",operation="delete",` + res + `,result="success"} 1
+resyncd_apply_total{kind="HttpService",operation="status",` + res + `,result="success"} 3
+resyncd_apply_total{kind="Service",operation="create",` + res + `,result="success"} 3
+resyncd_apply_total{kind="Service",operation="delete",` + res + `,result="success"} 1
+# HELP resyncd_drift_total Child objects found drifted, by reason.
+# TYPE resyncd_drift_total counter
+resyncd_drift_total{kind="Deployment",reason="missing",` + res + `} 3
+resyncd_drift_total{kind="Deployment",reason="orphaned",` + res + `} 1
+resyncd_drift_total{kind="Service",reason="missing",` + res + `} 3
+resyncd_drift_total{kind="Service",reason="orphaned",` + res + `} 1
+# HELP resyncd_managed_objects Child objects seen in the last pass, by state.
+# TYPE resyncd_managed_objects gauge
+resyncd_managed_objects{kind="Deployment",` + res + `,state="in_sync"} 2
+resyncd_managed_objects{kind="Deployment",` + res + `,state="orphaned"} 1
+resyncd_managed_objects{kind="Service",` + res + `,state="in_sync"} 2
+resyncd_managed_objects{kind="Service",` + res + `,state="orphaned"} 1
+# HELP resyncd_passes_total Passes over a watched resource, by result.
+# TYPE resyncd_passes_total counter
+resyncd_passes_total{` + res + `,result="success"} 2
+# HELP resyncd_deferred_writes Writes left for the next pass by the per-pass budget.
+# TYPE resyncd_deferred_writes gauge
+resyncd_deferred_writes{` + res + `} 0
+`
+	if err := testutil.GatherAndCompare(h.reg, strings.NewReader(want),
+		"resyncd_apply_total", "resyncd_drift_total", "resyncd_managed_objects", "resyncd_passes_total", "resyncd_deferred_writes"); err != nil {
+		t.Error(err)
+	}
+}
