@@ -62,6 +62,7 @@ type op struct {
 	key     childKey
 	gvr     schema.GroupVersionResource
 	desired *unstructured.Unstructured // create, update
+	norm    map[string]any             // desired as compared, for the report
 	fp      fingerprint
 	live    *liveChild // update, delete
 }
@@ -74,6 +75,8 @@ type job struct {
 	priority int32
 	ops      []*op
 	prunes   []*op
+	checks   []*op // driftCheck server: children to dry-run
+
 	children []*liveChild // live children, for the status
 	failure  *desired.Failure
 	withheld string
@@ -118,6 +121,12 @@ func (e *Engine) pass(ctx context.Context, rs *resourceState, rep *ResourceRepor
 		return err
 	}
 	jobs := e.plan(rs, parents, known, children, rep)
+	if e.cfg.DriftCheck == config.DriftCheckServer {
+		if err := e.checkOnServer(ctx, rs, jobs, rep); err != nil {
+			return err
+		}
+		sortJobs(jobs)
+	}
 	if e.readOnly {
 		return nil
 	}
@@ -149,7 +158,7 @@ func (e *Engine) readChildren(ctx context.Context, rs *resourceState) (map[child
 	children := map[childKey]*liveChild{}
 	for _, ct := range rs.renderer.ChildTypes() {
 		err := e.reader.Children(ctx, ct.GVR, rs.cfg.Namespaces, func(u *unstructured.Unstructured) error {
-			c, err := e.owner.reduceChild(u, ct.GVR, rs.parentGVK, e.keepFields)
+			c, err := e.owner.reduceChild(u, ct.GVR, rs.parentGVK, e.keepFields, e.cfg.DriftCheck == config.DriftCheckServer)
 			if err != nil {
 				return err
 			}
@@ -205,6 +214,11 @@ func (e *Engine) plan(rs *resourceState, parents []*unstructured.Unstructured, k
 	if len(orphans.prunes) > 0 {
 		jobs = append(jobs, orphans)
 	}
+	sortJobs(jobs)
+	return jobs
+}
+
+func sortJobs(jobs []*job) {
 	sort.SliceStable(jobs, func(a, b int) bool {
 		ja, jb := jobs[a], jobs[b]
 		if ja.priority != jb.priority {
@@ -215,7 +229,6 @@ func (e *Engine) plan(rs *resourceState, parents []*unstructured.Unstructured, k
 		}
 		return ja.since.Before(jb.since)
 	})
-	return jobs
 }
 
 func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, children map[childKey]*liveChild,
@@ -268,6 +281,11 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 			rep.Drifts = append(rep.Drifts, Drift{Object: k.String(), Reason: reasonOrphaned, Live: live.ownedFields})
 			j.prunes = append(j.prunes, &op{kind: OpDelete, key: k, gvr: gvr, live: live})
 			j.pending++
+		case e.cfg.DriftCheck == config.DriftCheckServer:
+			// Settled by a dry-run in checkOnServer; counted there.
+			j.checks = append(j.checks, &op{kind: OpUpdate, key: k, gvr: gvr, desired: d, fp: fp, live: live, norm: norm})
+			j.children = append(j.children, live)
+			continue
 		case (!live.owned || live.fingerprint != fp) && !e.isNoop(rs, live, fp):
 			rep.count(k.Kind, stateDrifted)
 			e.countDrift(rs, k.Kind, reasonChanged)

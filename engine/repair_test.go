@@ -196,7 +196,7 @@ func TestPruneParentGone(t *testing.T) {
 	h.sync()
 	old := h.mustGet(services, "prune", "stale")
 	rs := h.engine.resources[0]
-	live, err := h.engine.owner.reduceChild(old, services, p.GroupVersionKind(), false)
+	live, err := h.engine.owner.reduceChild(old, services, p.GroupVersionKind(), false, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,9 @@ type liveChild struct {
 	// owned is set when resyncd's field manager applied fields to it.
 	owned       bool
 	fingerprint fingerprint
+	// whole fingerprints the object as driftCheck server compares it with
+	// a dry-run's result; set only in that mode.
+	whole fingerprint
 	// ownedFields are kept only for `resyncd diff`.
 	ownedFields map[string]any
 	status      map[string]any
@@ -46,7 +49,7 @@ func (c *liveChild) summary() desired.Child {
 }
 
 // reduceChild keeps what the diff and the status need of a LISTed child.
-func (o *owner) reduceChild(u *unstructured.Unstructured, gvr schema.GroupVersionResource, parentGVK schema.GroupVersionKind, keepFields bool) (*liveChild, error) {
+func (o *owner) reduceChild(u *unstructured.Unstructured, gvr schema.GroupVersionResource, parentGVK schema.GroupVersionKind, keepFields, whole bool) (*liveChild, error) {
 	c := &liveChild{
 		key:             keyOf(u),
 		gvr:             gvr,
@@ -61,6 +64,12 @@ func (o *owner) reduceChild(u *unstructured.Unstructured, gvr schema.GroupVersio
 	}
 	if st, ok := u.Object["status"].(map[string]any); ok {
 		c.status = st
+	}
+	if whole {
+		var err error
+		if c.whole, err = wholeFingerprint(u); err != nil {
+			return nil, err
+		}
 	}
 	fields, ok, err := o.owned(u)
 	if err != nil {
@@ -84,4 +93,14 @@ func groupOf(apiVersion string) string {
 		return ""
 	}
 	return gv.Group
+}
+
+// wholeFingerprint hashes an object without what changes on every write or
+// dry-run: resourceVersion, generation and managedFields.
+func wholeFingerprint(u *unstructured.Unstructured) (fingerprint, error) {
+	c := u.DeepCopy()
+	c.SetResourceVersion("")
+	c.SetGeneration(0)
+	c.SetManagedFields(nil)
+	return fingerprintOf(c.Object)
 }

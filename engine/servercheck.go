@@ -1,0 +1,72 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+)
+
+// checkOnServer settles drift the way driftCheck server asks: a dry-run
+// apply of every existing child, with apply.concurrency requests in flight,
+// compared with the object as LISTed. A child the dry-run would change gets
+// an update in its job.
+func (e *Engine) checkOnServer(ctx context.Context, rs *resourceState, jobs []*job, rep *ResourceReport) error {
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(e.cfg.Apply.Concurrency)
+	for _, j := range jobs {
+		for _, o := range j.checks {
+			g.Go(func() error {
+				drifted, err := e.dryRun(gctx, o)
+				if err != nil {
+					if gctx.Err() != nil {
+						return gctx.Err()
+					}
+					// The write itself will meet the error and report it.
+					drifted = true
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if !drifted {
+					rep.count(o.key.Kind, stateInSync)
+					return nil
+				}
+				rep.count(o.key.Kind, stateDrifted)
+				e.countDrift(rs, o.key.Kind, reasonChanged)
+				rep.Drifts = append(rep.Drifts, Drift{Object: o.key.String(), Reason: reasonChanged, Live: o.live.ownedFields, Desired: o.norm})
+				j.ops = append(j.ops, o)
+				return nil
+			})
+		}
+	}
+	return g.Wait()
+}
+
+// dryRun reports whether applying o would change the live object.
+func (e *Engine) dryRun(ctx context.Context, o *op) (bool, error) {
+	body, err := json.Marshal(o.desired.Object)
+	if err != nil {
+		return false, err
+	}
+	force := true
+	opts := metav1.PatchOptions{FieldManager: e.cfg.FieldManager, Force: &force, DryRun: []string{metav1.DryRunAll}}
+	var drifted bool
+	err = retry.OnError(transientBackoff, isTransient, func() error {
+		res, err := e.client.Resource(o.gvr).Namespace(o.key.Namespace).Patch(ctx, o.key.Name, types.ApplyPatchType, body, opts)
+		if err != nil {
+			return err
+		}
+		fp, err := wholeFingerprint(res)
+		drifted = fp != o.live.whole
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	return drifted, nil
+}
