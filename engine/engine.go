@@ -49,6 +49,11 @@ type resourceState struct {
 	// noops remembers the children that tier 1 called drifted and the
 	// server did not change, by UID, resourceVersion and desired content.
 	noops map[noopKey]bool
+	// nextNoops collects, during a pass, the entries of noops that are still
+	// of use and the new ones; it replaces noops when the pass ends, so the
+	// memory holds no entry of an object that changed or went away.
+	noopMu    sync.Mutex
+	nextNoops map[noopKey]bool
 	// driftSince is when each drifted child was first seen drifted.
 	driftSince map[childKey]time.Time
 	// parentKind is the kind of the parents, learnt from the first LIST.

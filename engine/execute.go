@@ -38,14 +38,13 @@ type run struct {
 	mu     sync.Mutex
 	rep    *ResourceReport
 	logged int
-	noops  map[noopKey]bool
 }
 
 // execute runs the jobs in order, in batches of about apply.batchSize
 // writes with apply.concurrency workers. Once ctx ends no new batch starts;
 // the batch in flight finishes, so no parent is left half-written.
 func (e *Engine) execute(ctx context.Context, rs *resourceState, jobs []*job, rep *ResourceReport) error {
-	r := &run{rs: rs, rep: rep, noops: map[noopKey]bool{}}
+	r := &run{rs: rs, rep: rep}
 	r.budget.Store(int64(e.cfg.Apply.MaxWritesPerPass))
 	inFlight := context.WithoutCancel(ctx)
 	for start := 0; start < len(jobs); {
@@ -68,7 +67,6 @@ func (e *Engine) execute(ctx context.Context, rs *resourceState, jobs []*job, re
 		_ = g.Wait()
 		start = end
 	}
-	rs.noops = r.noops
 	return ctx.Err()
 }
 
@@ -163,10 +161,8 @@ func (e *Engine) settle(r *run, j *job, o *op, result *unstructured.Unstructured
 		noop := o.kind == OpUpdate && result.GetResourceVersion() == o.live.resourceVersion
 		e.refresh(j, o, result)
 		if noop {
-			r.mu.Lock()
-			r.noops[noopKey{string(o.live.uid), o.live.resourceVersion, o.fp}] = true
-			r.rep.NoOps++
-			r.mu.Unlock()
+			r.rs.rememberNoop(o.live, o.fp)
+			r.add(func(rep *ResourceReport) { rep.NoOps++ })
 			if e.metrics != nil {
 				e.metrics.falsePositives.WithLabelValues(r.rs.name, o.key.Kind).Inc()
 			}
@@ -216,7 +212,19 @@ func (e *Engine) refresh(j *job, o *op, result *unstructured.Unstructured) {
 
 // isNoop says whether the server already found live unchanged by fp.
 func (e *Engine) isNoop(rs *resourceState, live *liveChild, fp fingerprint) bool {
-	return rs.noops[noopKey{string(live.uid), live.resourceVersion, fp}]
+	k := noopKey{string(live.uid), live.resourceVersion, fp}
+	if !rs.noops[k] {
+		return false
+	}
+	rs.rememberNoop(live, fp)
+	return true
+}
+
+// rememberNoop keeps, for the next pass, that applying fp to live changes nothing.
+func (rs *resourceState) rememberNoop(live *liveChild, fp fingerprint) {
+	rs.noopMu.Lock()
+	rs.nextNoops[noopKey{string(live.uid), live.resourceVersion, fp}] = true
+	rs.noopMu.Unlock()
 }
 
 // writeStatus computes the parent's status and applies it to /status when

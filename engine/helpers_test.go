@@ -146,11 +146,12 @@ func (h *harness) sync() ResourceReport {
 	return rep.Resources[0]
 }
 
-// writes returns the requests in reqs that are not reads.
+// writes returns the requests in reqs that change something: not reads,
+// not dry-runs.
 func writes(reqs []string) []string {
 	var out []string
 	for _, r := range reqs {
-		if !strings.HasPrefix(r, "GET ") {
+		if !strings.HasPrefix(r, "GET ") && !strings.Contains(r, "dryRun=All") {
 			out = append(out, r)
 		}
 	}

@@ -111,6 +111,8 @@ func (e *Engine) SyncResource(ctx context.Context, i int) (ResourceReport, error
 }
 
 func (e *Engine) pass(ctx context.Context, rs *resourceState, rep *ResourceReport) error {
+	rs.nextNoops = map[noopKey]bool{}
+	defer func() { rs.noops, rs.nextNoops = rs.nextNoops, nil }()
 	parents, known, err := e.readParents(ctx, rs)
 	if err != nil {
 		return err
@@ -121,7 +123,7 @@ func (e *Engine) pass(ctx context.Context, rs *resourceState, rep *ResourceRepor
 		return err
 	}
 	jobs := e.plan(rs, parents, known, children, rep)
-	if e.cfg.DriftCheck == config.DriftCheckServer {
+	if hasChecks(jobs) {
 		if err := e.checkOnServer(ctx, rs, jobs, rep); err != nil {
 			return err
 		}
@@ -218,6 +220,15 @@ func (e *Engine) plan(rs *resourceState, parents []*unstructured.Unstructured, k
 	return jobs
 }
 
+func hasChecks(jobs []*job) bool {
+	for _, j := range jobs {
+		if len(j.checks) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func sortJobs(jobs []*job) {
 	sort.SliceStable(jobs, func(a, b int) bool {
 		ja, jb := jobs[a], jobs[b]
@@ -281,8 +292,10 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 			rep.Drifts = append(rep.Drifts, Drift{Object: k.String(), Reason: reasonOrphaned, Live: live.ownedFields})
 			j.prunes = append(j.prunes, &op{kind: OpDelete, key: k, gvr: gvr, live: live})
 			j.pending++
-		case e.cfg.DriftCheck == config.DriftCheckServer:
-			// Settled by a dry-run in checkOnServer; counted there.
+		case e.cfg.DriftCheck == config.DriftCheckServer,
+			(!live.owned || live.fingerprint != fp) && !e.isNoop(rs, live, fp) && (e.readOnly || j.withheld != ""):
+			// Settled by a dry-run in checkOnServer, and counted there: in
+			// server mode always; otherwise when no write may settle it.
 			j.checks = append(j.checks, &op{kind: OpUpdate, key: k, gvr: gvr, desired: d, fp: fp, live: live, norm: norm})
 			j.children = append(j.children, live)
 			continue

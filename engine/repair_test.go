@@ -214,7 +214,7 @@ func TestPruneParentGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &run{rs: rs, rep: &ResourceReport{}, noops: map[noopKey]bool{}}
+	r := &run{rs: rs, rep: &ResourceReport{}}
 	r.budget.Store(10)
 	h.engine.write(t.Context(), r, &job{}, &op{kind: OpDelete, key: live.key, gvr: services, live: live})
 	got := h.mustGet(services, "prune", "stale")

@@ -9,12 +9,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/resyncd/resyncd/config"
 )
 
-// checkOnServer settles drift the way driftCheck server asks: a dry-run
-// apply of every existing child, with apply.concurrency requests in flight,
-// compared with the object as LISTed. A child the dry-run would change gets
-// an update in its job.
+// checkOnServer settles drift with a dry-run apply, compared with the
+// object as LISTed: for every child under driftCheck server, and for tier-1
+// mismatches that no write will settle (read-only passes, warn mode,
+// spec.paused). apply.concurrency requests are in flight. A child the
+// dry-run would change gets an update in its job.
 func (e *Engine) checkOnServer(ctx context.Context, rs *resourceState, jobs []*job, rep *ResourceReport) error {
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
@@ -33,6 +36,12 @@ func (e *Engine) checkOnServer(ctx context.Context, rs *resourceState, jobs []*j
 				mu.Lock()
 				defer mu.Unlock()
 				if !drifted {
+					if e.cfg.DriftCheck != config.DriftCheckServer {
+						rs.rememberNoop(o.live, o.fp) // tier 1 was wrong: do not ask again
+						if e.metrics != nil {
+							e.metrics.falsePositives.WithLabelValues(rs.name, o.key.Kind).Inc()
+						}
+					}
 					rep.count(o.key.Kind, stateInSync)
 					return nil
 				}
