@@ -1,6 +1,9 @@
 package config
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Mode says what resyncd does with the drift it finds in one watched resource.
 type Mode string
@@ -45,6 +48,19 @@ type Config struct {
 	Log Log `mapstructure:"log"`
 	// Resources are the watched parent resources.
 	Resources []Resource `mapstructure:"resources"`
+
+	file  string
+	lines map[string]int
+}
+
+// Where returns where a key path was set, "FILE:LINE", or the file alone
+// when the key is not in it; for messages about the configuration that only
+// the cluster can find wrong (a resource that is not served, say).
+func (c *Config) Where(key string) string {
+	if n := c.lines[key]; n > 0 {
+		return fmt.Sprintf("%s:%d", c.file, n)
+	}
+	return c.file
 }
 
 // Apply bounds the writes of a pass.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 var renderers = []string{"httpservice"}
@@ -39,8 +40,11 @@ func TestLoadGood(t *testing.T) {
 				Interval: 30 * time.Second, Namespaces: []string{"ops"}, Mode: ModeEnforce, Prune: true},
 		},
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(Config{})); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if w := got.Where("resources[1]"); w != fixture("good.yaml")+":32" {
+		t.Errorf("Where(resources[1]) = %q", w)
 	}
 }
 
@@ -53,7 +57,7 @@ func TestLoadDefaults(t *testing.T) {
 	r := DefaultResource()
 	r.Group, r.Version, r.Resource, r.Renderer = "resyncd.io", "v1alpha1", "httpservices", "httpservice"
 	want.Resources = []Resource{r}
-	if diff := cmp.Diff(&want, got); diff != "" {
+	if diff := cmp.Diff(&want, got, cmpopts.IgnoreUnexported(Config{})); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

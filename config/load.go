@@ -65,6 +65,7 @@ func Load(path string, opts Options) (*Config, error) {
 	if err := validate(cfg, ps, opts.Renderers); err != nil {
 		return nil, err
 	}
+	cfg.file, cfg.lines = path, ps.lines
 	return cfg, nil
 }
 

@@ -74,6 +74,29 @@ func (o *owner) normalize(desired *unstructured.Unstructured) (map[string]any, e
 	return m, nil
 }
 
+// project returns live's values at the fields desired sets: what applying
+// desired would change, as kubectl diff shows it.
+func (o *owner) project(live, desired *unstructured.Unstructured) (map[string]any, error) {
+	dtv, err := o.typed(desired.DeepCopy())
+	if err != nil {
+		return nil, err
+	}
+	set, err := dtv.ToFieldSet()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", objectID(desired), err)
+	}
+	ltv, err := o.typed(live)
+	if err != nil {
+		return nil, err
+	}
+	m, err := asMap(ltv.ExtractItems(set.Leaves()))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", objectID(live), err)
+	}
+	stripIdentity(m)
+	return m, nil
+}
+
 func (o *owner) typed(u *unstructured.Unstructured) (*typed.TypedValue, error) {
 	tv, err := o.converter.ObjectToTyped(u, typed.AllowDuplicates)
 	if err != nil {

@@ -209,7 +209,7 @@ func (e *Engine) plan(rs *resourceState, parents []*unstructured.Unstructured, k
 		rep.count(c.key.Kind, stateOrphaned)
 		e.countDrift(rs, c.key.Kind, reasonOrphaned)
 		seenDrift[k] = firstSeen(rs, k, now)
-		rep.Drifts = append(rep.Drifts, Drift{Object: k.String(), Reason: reasonOrphaned, Live: c.ownedFields})
+		rep.Drifts = append(rep.Drifts, Drift{Object: k.String(), Reason: reasonOrphaned, Live: e.liveFields(c, nil)})
 		j.prunes = append(j.prunes, &op{kind: OpDelete, key: k, gvr: c.gvr, live: c})
 	}
 	rs.driftSince = seenDrift
@@ -289,7 +289,7 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 			// a later pass creates the new one.
 			rep.count(k.Kind, stateOrphaned)
 			e.countDrift(rs, k.Kind, reasonOrphaned)
-			rep.Drifts = append(rep.Drifts, Drift{Object: k.String(), Reason: reasonOrphaned, Live: live.ownedFields})
+			rep.Drifts = append(rep.Drifts, Drift{Object: k.String(), Reason: reasonOrphaned, Live: e.liveFields(live, nil)})
 			j.prunes = append(j.prunes, &op{kind: OpDelete, key: k, gvr: gvr, live: live})
 			j.pending++
 		case e.cfg.DriftCheck == config.DriftCheckServer,
@@ -302,7 +302,7 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 		case (!live.owned || live.fingerprint != fp) && !e.isNoop(rs, live, fp):
 			rep.count(k.Kind, stateDrifted)
 			e.countDrift(rs, k.Kind, reasonChanged)
-			rep.Drifts = append(rep.Drifts, Drift{Object: k.String(), Reason: reasonChanged, Live: live.ownedFields, Desired: norm})
+			rep.Drifts = append(rep.Drifts, Drift{Object: k.String(), Reason: reasonChanged, Live: e.liveFields(live, d), Desired: norm})
 			j.ops = append(j.ops, &op{kind: OpUpdate, key: k, gvr: gvr, desired: d, fp: fp, live: live})
 			j.children = append(j.children, live)
 		default:
@@ -320,6 +320,26 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 	// HorizontalPodAutoscaler after autoscaling is switched off, are left
 	// for the orphan sweep in plan, which sees they are unclaimed.
 	return j
+}
+
+// liveFields returns, for the report, what live holds at the fields that
+// desired sets (all the fields resyncd owns when desired is nil); nil unless
+// the engine keeps whole objects.
+func (e *Engine) liveFields(live *liveChild, desired *unstructured.Unstructured) map[string]any {
+	if live.object == nil {
+		return nil
+	}
+	var m map[string]any
+	var err error
+	if desired != nil {
+		m, err = e.owner.project(live.object, desired)
+	} else {
+		m, _, err = e.owner.owned(live.object)
+	}
+	if err != nil {
+		e.log.Debug("Cannot show live fields", zap.String("object", live.key.String()), zap.Error(err))
+	}
+	return m
 }
 
 func firstSeen(rs *resourceState, k childKey, now time.Time) time.Time {

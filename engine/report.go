@@ -69,8 +69,9 @@ type Drift struct {
 	Object string
 	// Reason is missing, changed or orphaned.
 	Reason string
-	// Live are the fields resyncd owns now; nil when missing or when the
-	// engine keeps only fingerprints.
+	// Live are the live object's values at the fields resyncd would apply
+	// (for an orphan, the fields resyncd owns); nil when missing, or when
+	// the engine keeps only fingerprints.
 	Live map[string]any
 	// Desired are the fields resyncd would apply; nil when orphaned.
 	Desired map[string]any

@@ -39,9 +39,9 @@ type liveChild struct {
 	// whole fingerprints the object as driftCheck server compares it with
 	// a dry-run's result; set only in that mode.
 	whole fingerprint
-	// ownedFields are kept only for `resyncd diff`.
-	ownedFields map[string]any
-	status      map[string]any
+	// object is the whole live object, kept only for `resyncd diff`.
+	object *unstructured.Unstructured
+	status map[string]any
 }
 
 func (c *liveChild) summary() desired.Child {
@@ -71,6 +71,9 @@ func (o *owner) reduceChild(u *unstructured.Unstructured, gvr schema.GroupVersio
 			return nil, err
 		}
 	}
+	if keepFields {
+		c.object = u
+	}
 	fields, ok, err := o.owned(u)
 	if err != nil {
 		return nil, err
@@ -80,9 +83,7 @@ func (o *owner) reduceChild(u *unstructured.Unstructured, gvr schema.GroupVersio
 		if c.fingerprint, err = fingerprintOf(fields); err != nil {
 			return nil, err
 		}
-		if keepFields {
-			c.ownedFields = fields
-		}
+
 	}
 	return c, nil
 }

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+)
+
+func TestValidateExitCodes(t *testing.T) {
+	out, code := resyncd(t, "validate", "--config", "../../testdata/config/good.yaml")
+	if code != 0 || !strings.Contains(out, "valid, 2 watched resources") {
+		t.Errorf("valid config: exit %d, output %q", code, out)
+	}
+	out, code = resyncd(t, "validate", "--config", "../../testdata/config/invalid-duration.yaml")
+	if code != 1 || !strings.Contains(out, `invalid-duration.yaml:6: resources[0].interval: "soon" is not a duration`) {
+		t.Errorf("invalid config: exit %d, output %q", code, out)
+	}
+	out, code = resyncd(t, "validate", "--config", filepath.Join(t.TempDir(), "missing.yaml"))
+	if code != 1 || !strings.Contains(out, "no such file") {
+		t.Errorf("missing config: exit %d, output %q", code, out)
+	}
+}
+
+func TestDiffAndOnce(t *testing.T) {
+	ctx := t.Context()
+	cs := kubernetes.NewForConfigOrDie(env.Config)
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cli"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dc := dynamic.NewForConfigOrDie(env.Config)
+	hs := schema.GroupVersionResource{Group: "resyncd.io", Version: "v1alpha1", Resource: "httpservices"}
+	parent := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "resyncd.io/v1alpha1", "kind": "HttpService",
+		"metadata": map[string]any{"name": "web", "namespace": "cli"},
+		"spec":     map[string]any{"image": "nginx:1.27", "port": int64(8080)},
+	}}
+	if _, err := dc.Resource(hs).Namespace("cli").Create(ctx, parent, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	flags := files(t, "cli")
+
+	out, code := resyncd(t, append([]string{"diff"}, flags...)...)
+	if code != 1 || !strings.Contains(out, "+++ resyncd/Deployment/cli/web") || !strings.Contains(out, "\n+      - image: nginx:1.27\n") {
+		t.Errorf("diff before any pass: exit %d, output:\n%s", code, out)
+	}
+	deps, _ := cs.AppsV1().Deployments("cli").List(ctx, metav1.ListOptions{})
+	if len(deps.Items) != 0 {
+		t.Fatalf("diff wrote: %d Deployments exist", len(deps.Items))
+	}
+
+	out, code = resyncd(t, append([]string{"once"}, flags...)...)
+	if code != 0 || !strings.Contains(out, "httpservices.v1alpha1.resyncd.io") {
+		t.Errorf("once: exit %d, output:\n%s", code, out)
+	}
+	out, code = resyncd(t, append([]string{"diff"}, flags...)...)
+	if code != 0 || out != "" {
+		t.Errorf("diff in sync: exit %d, output:\n%s", code, out)
+	}
+
+	force := true
+	patch := `{"apiVersion":"apps/v1","kind":"Deployment","spec":{"template":{"spec":{"containers":[{"name":"app","image":"nginx:evil"}]}}}}`
+	if _, err := cs.AppsV1().Deployments("cli").Patch(ctx, "web", types.ApplyPatchType, []byte(patch),
+		metav1.PatchOptions{FieldManager: "intruder", Force: &force}); err != nil {
+		t.Fatal(err)
+	}
+	out, code = resyncd(t, append([]string{"diff"}, flags...)...)
+	if code != 1 || !strings.Contains(out, "--- live/Deployment/cli/web") ||
+		!strings.Contains(out, "\n-      - image: nginx:evil\n+      - image: nginx:1.27\n") {
+		t.Errorf("diff after drift: exit %d, output:\n%s", code, out)
+	}
+
+	bad := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(bad, []byte("apiVersion: v1\nkind: Config\nclusters: [{name: x, cluster: {server: \"https://127.0.0.1:1\"}}]\n"+
+		"contexts: [{name: x, context: {cluster: x}}]\ncurrent-context: x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, code = resyncd(t, "diff", "--kubeconfig", bad, "--config", flags[3])
+	if code != 2 {
+		t.Errorf("diff against no API server: exit %d, want 2", code)
+	}
+}
+
+func TestUnservedResource(t *testing.T) {
+	flags := files(t, "nowhere")
+	cfgPath := flags[3]
+	body, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body = []byte(strings.Replace(string(body), "resource: httpservices", "resource: grpcservices", 1))
+	if err := os.WriteFile(cfgPath, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code := resyncd(t, append([]string{"once"}, flags...)...)
+	if code != 1 || !strings.Contains(out, cfgPath+":5: resources[0]: grpcservices.resyncd.io/v1alpha1 is not served by the API server") {
+		t.Errorf("exit %d, output:\n%s", code, out)
+	}
+}

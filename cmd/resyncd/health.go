@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/resyncd/resyncd/config"
+)
+
+func metaName(namespace, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: namespace, Name: name}
+}
+
+// health answers /healthz and /readyz. A process is ready when it follows
+// (it has nothing to do), or when it leads and the last pass over every
+// watched resource succeeded.
+type health struct {
+	mu      sync.Mutex
+	names   []string
+	last    []error
+	done    []bool
+	active  []bool
+	leading bool
+}
+
+func newHealth(cfg *config.Config) *health {
+	h := &health{}
+	for _, r := range cfg.Resources {
+		name := r.Resource + "." + r.Version
+		if r.Group != "" {
+			name += "." + r.Group
+		}
+		h.names = append(h.names, name)
+		h.active = append(h.active, r.Mode != config.ModeOff)
+	}
+	h.last = make([]error, len(h.names))
+	h.done = make([]bool, len(h.names))
+	return h
+}
+
+func (h *health) record(i int, err error) {
+	h.mu.Lock()
+	h.last[i], h.done[i] = err, true
+	h.mu.Unlock()
+}
+
+func (h *health) setLeading(leading bool) {
+	h.mu.Lock()
+	h.leading = leading
+	h.mu.Unlock()
+}
+
+// notReady lists why the process is not ready; empty when it is.
+func (h *health) notReady() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.leading {
+		return nil
+	}
+	var why []string
+	for i, name := range h.names {
+		switch {
+		case !h.active[i]:
+		case !h.done[i]:
+			why = append(why, name+": no pass finished yet")
+		case h.last[i] != nil:
+			why = append(why, fmt.Sprintf("%s: last pass failed: %v", name, h.last[i]))
+		}
+	}
+	return why
+}
+
+func (h *health) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if why := h.notReady(); len(why) > 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(strings.Join(why, "\n") + "\n"))
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	return mux
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/resyncd/resyncd/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+// resyncd runs the command line with args and returns its output and exit
+// code, as main would pick it.
+func resyncd(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	var out bytes.Buffer
+	err := newRootCommand(&out, &out, args).ExecuteContext(t.Context())
+	if err == nil {
+		return out.String(), 0
+	}
+	var ec *exitError
+	if errors.As(err, &ec) {
+		if !errors.Is(err, errSilent) {
+			out.WriteString(err.Error())
+		}
+		return out.String(), ec.code
+	}
+	return out.String() + err.Error(), 1
+}
+
+// files writes a kubeconfig for the test API server and a configuration
+// watching namespace, and returns the flags that use them.
+func files(t *testing.T, namespace string) []string {
+	t.Helper()
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kc, env.Kubeconfig(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "config.yaml")
+	body := `metrics: {address: "127.0.0.1:0"}
+health: {address: "127.0.0.1:0"}
+log: {level: error}
+resources:
+  - {group: resyncd.io, version: v1alpha1, resource: httpservices, renderer: httpservice, namespaces: [` + namespace + `]}
+`
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--kubeconfig", kc, "--config", cfg}
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/resyncd/resyncd/desired"
+	"github.com/resyncd/resyncd/engine"
+)
+
+func newOnceCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "once",
+		Short: "Run one pass over every watched resource and print a summary",
+		Long: "once runs one pass, as run does, and prints what it found and did. It exits 0 when\n" +
+			"everything is in sync or was repaired, and 1 when a write failed, a parent is stalled,\n" +
+			"writes were left for a later pass by apply.maxWritesPerPass, or a pass failed.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runOnce(cmd.Context(), g) },
+	}
+}
+
+func runOnce(ctx context.Context, g *globals) error {
+	cfg, err := g.loadConfig()
+	if err != nil {
+		return exitWith(1, err)
+	}
+	log, err := newLogger(cfg.Log)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	cl, err := g.clients(cfg)
+	if err != nil {
+		return err
+	}
+	if err := checkServed(cl.kube.Discovery(), cfg); err != nil {
+		return err
+	}
+	d := &daemon{cfg: cfg, cl: cl}
+	eng, err := engine.New(cfg, engine.Options{Client: cl.dynamic, Renderers: desired.DefaultRegistry(), Log: log, Events: d.recorder(ctx)})
+	if err != nil {
+		return err
+	}
+	rep, passErr := eng.SyncOnce(ctx)
+	if err := printSummary(g.stdout, rep); err != nil {
+		return err
+	}
+	if passErr != nil {
+		return exitWith(1, passErr)
+	}
+	var problems []error
+	for _, r := range rep.Resources {
+		if r.Failed > 0 || r.Stalled > 0 || r.Deferred > 0 {
+			problems = append(problems, fmt.Errorf("%s: %d writes failed, %d parents stalled, %d writes deferred", r.Resource, r.Failed, r.Stalled, r.Deferred))
+		}
+	}
+	if len(problems) > 0 {
+		return exitWith(1, errors.Join(problems...))
+	}
+	return nil
+}
+
+func printSummary(w io.Writer, rep engine.Report) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RESOURCE\tPARENTS\tIN SYNC\tDRIFTED\tMISSING\tORPHANED\tCREATED\tUPDATED\tDELETED\tSTATUSES\tDEFERRED\tWITHHELD\tFAILED\tSTALLED\tDURATION")
+	for _, r := range rep.Resources {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", r.Resource, r.Parents, r.InSync, r.Drifted,
+			r.Missing, r.Orphaned, r.Created, r.Updated, r.Deleted, r.Statuses, r.Deferred, r.Withheld, r.Failed, r.Stalled, r.Duration.Round(1e6))
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/resyncd/resyncd/config"
+	"github.com/resyncd/resyncd/desired"
+	"github.com/resyncd/resyncd/engine"
+)
+
+// shutdownTimeout bounds how long the HTTP servers drain on exit.
+const shutdownTimeout = 5 * time.Second
+
+func newRunCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "run",
+		Short: "Run passes on each resource's interval until SIGINT or SIGTERM",
+		Long: "run serves /metrics, /healthz and /readyz, takes part in leader election when it is\n" +
+			"enabled, and runs a pass over each watched resource every interval. SIGTERM lets the\n" +
+			"batch of writes in flight finish; a second signal exits at once.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runDaemon(cmd.Context(), g) },
+	}
+}
+
+// daemon holds what `resyncd run` wires together.
+type daemon struct {
+	cfg     *config.Config
+	log     *zap.Logger
+	cl      *clients
+	reg     *prometheus.Registry
+	metrics *engine.Metrics
+	health  *health
+}
+
+func runDaemon(ctx context.Context, g *globals) error {
+	cfg, err := g.loadConfig()
+	if err != nil {
+		return exitWith(1, err)
+	}
+	log, err := newLogger(cfg.Log)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	cl, err := g.clients(cfg)
+	if err != nil {
+		return err
+	}
+	if err := checkServed(cl.kube.Discovery(), cfg); err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerClientMetrics(reg)
+	d := &daemon{cfg: cfg, log: log, cl: cl, reg: reg, metrics: engine.NewMetrics(reg), health: newHealth(cfg)}
+
+	log.Info("Starting", zap.String("version", version), zap.String("server", cl.rest.Host),
+		zap.Int("resources", len(cfg.Resources)), zap.Bool("leaderElection", cfg.LeaderElection.Enabled))
+	eg, ctx := errgroup.WithContext(ctx)
+	eg.Go(func() error {
+		return serve(ctx, log, "metrics", cfg.Metrics.Address, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	})
+	eg.Go(func() error { return serve(ctx, log, "health", cfg.Health.Address, d.health.handler()) })
+	eg.Go(func() error { return d.lead(ctx) })
+	err = eg.Wait()
+	log.Info("Stopped")
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// lead runs the passes, under leader election when it is enabled.
+func (d *daemon) lead(ctx context.Context) error {
+	le := d.cfg.LeaderElection
+	if !le.Enabled {
+		d.metrics.SetLeader(true)
+		d.health.setLeading(true)
+		return d.passes(ctx)
+	}
+	d.metrics.SetLeader(false)
+	host, _ := os.Hostname()
+	id := host + "_" + string(uuid.NewUUID())
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metaName(le.Namespace, le.LeaseName),
+		Client:     d.cl.kube.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+	}
+	var passErr error
+	lost := make(chan struct{})
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   le.LeaseDuration,
+		RenewDeadline:   le.RenewDeadline,
+		RetryPeriod:     le.RetryPeriod,
+		ReleaseOnCancel: true,
+		Name:            le.LeaseName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				d.log.Info("Leading", zap.String("identity", id))
+				d.metrics.SetLeader(true)
+				d.health.setLeading(true)
+				passErr = d.passes(ctx)
+			},
+			OnStoppedLeading: func() {
+				d.metrics.SetLeader(false)
+				d.health.setLeading(false)
+				close(lost)
+			},
+			OnNewLeader: func(leader string) {
+				if leader != id {
+					d.log.Info("Following", zap.String("leader", leader))
+				}
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leaderElection: %w", err)
+	}
+	elector.Run(ctx)
+	select {
+	case <-lost:
+		if ctx.Err() == nil {
+			// Another replica may be writing already: stop at once and let
+			// the kubelet restart this one as a follower.
+			return errors.New("lost the leader lease")
+		}
+	default:
+	}
+	return passErr
+}
+
+// passes runs a pass over each resource on its own interval until ctx ends.
+func (d *daemon) passes(ctx context.Context) error {
+	eng, err := engine.New(d.cfg, engine.Options{
+		Client: d.cl.dynamic, Renderers: desired.DefaultRegistry(), Metrics: d.metrics,
+		Log: d.log, Events: d.recorder(ctx),
+	})
+	if err != nil {
+		return err
+	}
+	eng.Run(ctx, d.health.record)
+	return ctx.Err()
+}
+
+// recorder returns an Event recorder writing through events.k8s.io/v1
+// until ctx ends.
+func (d *daemon) recorder(ctx context.Context) events.EventRecorder {
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: d.cl.kube.EventsV1()})
+	b.StartRecordingToSink(ctx.Done())
+	return b.NewRecorder(scheme.Scheme, "resyncd")
+}
+
+// serve runs an HTTP server on addr until ctx ends, then drains it.
+func serve(ctx context.Context, log *zap.Logger, name, addr string, h http.Handler) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%s server: %w", name, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("Serving", zap.String("server", name), zap.String("address", ln.Addr().String()))
+	select {
+	case err := <-errc:
+		return fmt.Errorf("%s server: %w", name, err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}

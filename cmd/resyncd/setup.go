@@ -1,0 +1,122 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/resyncd/resyncd/config"
+	"github.com/resyncd/resyncd/desired"
+)
+
+// loadConfig reads the configuration with the environment and the
+// command-line overrides.
+func (g *globals) loadConfig() (*config.Config, error) {
+	overrides := map[string]string{}
+	if g.logLevel != "" {
+		overrides["log.level"] = g.logLevel
+	}
+	if g.logFormat != "" {
+		overrides["log.format"] = g.logFormat
+	}
+	return config.Load(g.configPath, config.Options{
+		LookupEnv: os.LookupEnv,
+		Overrides: overrides,
+		Renderers: desired.DefaultRegistry().Names(),
+	})
+}
+
+// newLogger builds the logger the configuration asks for.
+func newLogger(c config.Log) (*zap.Logger, error) {
+	level, err := zapcore.ParseLevel(c.Level)
+	if err != nil {
+		return nil, fmt.Errorf("log.level: %w", err)
+	}
+	zc := zap.NewProductionConfig()
+	zc.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+	zc.EncoderConfig.EncodeDuration = zapcore.StringDurationEncoder
+	if c.Format == "console" {
+		zc = zap.NewDevelopmentConfig()
+		zc.EncoderConfig.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		zc.EncoderConfig.EncodeDuration = zapcore.StringDurationEncoder
+		zc.DisableStacktrace = true
+	}
+	zc.Level = zap.NewAtomicLevelAt(level)
+	zc.Sampling = nil // one line per pass: nothing to sample, and nothing may be lost
+	return zc.Build()
+}
+
+// clients are the connections to the API server.
+type clients struct {
+	rest    *rest.Config
+	dynamic dynamic.Interface
+	kube    kubernetes.Interface
+}
+
+func (g *globals) clients(cfg *config.Config) (*clients, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = g.kubeconfig
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+		&clientcmd.ConfigOverrides{CurrentContext: g.context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig: %w", err)
+	}
+	rc.UserAgent = "resyncd/" + version
+	// resyncd paces its writes itself (apply.qps); client-go's own limiter
+	// must not throttle the LISTs of a pass below that.
+	rc.QPS = max(float32(cfg.Apply.QPS)*2, 50)
+	rc.Burst = max(cfg.Apply.Burst*2, 100)
+	dc, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	kc, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	return &clients{rest: rc, dynamic: dc, kube: kc}, nil
+}
+
+// checkServed asks discovery whether the API server serves each watched
+// resource, and reports every one it does not, with the configuration's
+// file and line, before any pass.
+func checkServed(disc discovery.DiscoveryInterface, cfg *config.Config) error {
+	var problems []string
+	for i, r := range cfg.Resources {
+		key := fmt.Sprintf("resources[%d]", i)
+		gv := r.Version
+		if r.Group != "" {
+			gv = r.Group + "/" + r.Version
+		}
+		list, err := disc.ServerResourcesForGroupVersion(gv)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return fmt.Errorf("ask the API server which resources it serves: %w", err)
+		default:
+			found := false
+			for _, res := range list.APIResources {
+				found = found || res.Name == r.Resource
+			}
+			if found {
+				continue
+			}
+		}
+		problems = append(problems, fmt.Sprintf("%s: %s: %s is not served by the API server; install its CustomResourceDefinition "+
+			"(for HttpService: kubectl apply --server-side -f deploy/crds/)", cfg.Where(key), key, strings.TrimPrefix(r.Resource+"."+gv, ".")))
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "\n"))
+	}
+	return nil
+}

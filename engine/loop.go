@@ -1,0 +1,54 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/resyncd/resyncd/config"
+)
+
+// Every calls f now and then every interval, measured from the start of
+// each call (a slow pass does not push the next one back), until ctx ends.
+// A call that overruns the interval is followed by the next at once.
+func Every(ctx context.Context, interval time.Duration, f func(context.Context)) {
+	for {
+		start := time.Now()
+		f(ctx)
+		wait := interval - time.Since(start)
+		if wait <= 0 {
+			if ctx.Err() != nil {
+				return
+			}
+			continue
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Run runs a pass over each watched resource on the resource's own
+// interval until ctx ends; after each pass it calls done, when not nil,
+// with the resource's index and the pass's error.
+func (e *Engine) Run(ctx context.Context, done func(i int, err error)) {
+	var wg sync.WaitGroup
+	for i, rs := range e.resources {
+		if rs.cfg.Mode == config.ModeOff {
+			continue
+		}
+		wg.Go(func() {
+			Every(ctx, rs.cfg.Interval, func(ctx context.Context) {
+				_, err := e.SyncResource(ctx, i)
+				if done != nil {
+					done(i, err)
+				}
+			})
+		})
+	}
+	wg.Wait()
+}
