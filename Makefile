@@ -18,7 +18,7 @@ help: ## List the targets
 
 .PHONY: build
 build: ## Build bin/resyncd
-	go build -trimpath -ldflags "$(LDFLAGS)" -o bin/resyncd ./cmd/resyncd
+	go build -ldflags "$(LDFLAGS)" -o bin/resyncd ./cmd/resyncd
 
 .PHONY: bins
 bins: ## Build (first time: about 10 minutes) or link the cached kube-apiserver and etcd into bin/
@@ -33,7 +33,7 @@ test: bins ## Run every test against a real kube-apiserver + etcd
 .PHONY: run
 run: bins build ## Start a local control plane, install the CRD and samples, run resyncd against it (Ctrl-C stops all)
 	go build -o bin/devcluster ./cmd/devcluster
-	bin/devcluster --dir $(RUN_DIR) -- bin/resyncd run
+	bin/devcluster --dir $(RUN_DIR) -- bin/resyncd run --config testdata/config/local.yaml
 
 .PHONY: lint
 lint: ## gofmt, go vet, go mod tidy check

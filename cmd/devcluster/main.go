@@ -92,8 +92,12 @@ func run(args []string) error {
 // ctx's end it signals the command and waits for it.
 func runCommand(ctx context.Context, kubeconfig string, argv []string) error {
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	// A process group of its own: the terminal's Ctrl-C reaches only this
+	// process, which passes on exactly one SIGTERM (a second signal would
+	// make the command exit without finishing its batch).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -103,7 +107,6 @@ func runCommand(ctx context.Context, kubeconfig string, argv []string) error {
 	case err := <-done:
 		return commandErr(argv[0], err)
 	case <-ctx.Done():
-		// The terminal's Ctrl-C has already reached it; SIGTERM covers kill.
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		err := <-done
 		var exit *exec.ExitError
