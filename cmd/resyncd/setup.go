@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/go-logr/zapr"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/resyncd/resyncd/config"
 	"github.com/resyncd/resyncd/desired"
@@ -53,7 +55,14 @@ func newLogger(c config.Log) (*zap.Logger, error) {
 	}
 	zc.Level = zap.NewAtomicLevelAt(level)
 	zc.Sampling = nil // one line per pass: nothing to sample, and nothing may be lost
-	return zc.Build()
+	log, err := zc.Build()
+	if err != nil {
+		return nil, err
+	}
+	// client-go logs through klog (leader election, the event broadcaster):
+	// send it to the same logger, in the same format.
+	klog.SetLogger(zapr.NewLogger(log.Named("client-go")))
+	return log, nil
 }
 
 // clients are the connections to the API server.
