@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -158,6 +157,17 @@ func writes(reqs []string) []string {
 	return out
 }
 
+// childWrites returns the writes in reqs that are not to the parents.
+func childWrites(reqs []string) []string {
+	var out []string
+	for _, w := range writes(reqs) {
+		if !strings.Contains(w, "/httpservices/") {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 func condition(t *testing.T, u *unstructured.Unstructured, typ string) map[string]any {
 	t.Helper()
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
@@ -172,5 +182,3 @@ func condition(t *testing.T, u *unstructured.Unstructured, typ string) map[strin
 }
 
 func pages(n, size int) int { return max(1, (n+size-1)/size) }
-
-var _ = fmt.Sprint

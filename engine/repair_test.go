@@ -58,14 +58,9 @@ func TestDriftRepair(t *testing.T) {
 
 	h.log.reset()
 	rep := h.sync()
-	var childWrites []string
-	for _, w := range writes(h.log.reset()) {
-		if !strings.Contains(w, "/httpservices/") {
-			childWrites = append(childWrites, w)
-		}
-	}
-	if len(childWrites) != 2 {
-		t.Errorf("child writes = %d, want 2:\n%s", len(childWrites), strings.Join(childWrites, "\n"))
+	cw := childWrites(h.log.reset())
+	if len(cw) != 2 {
+		t.Errorf("child writes = %d, want 2:\n%s", len(cw), strings.Join(cw, "\n"))
 	}
 	if rep.Drifted != 1 || rep.Missing != 1 {
 		t.Errorf("drifted %d, missing %d; want 1, 1", rep.Drifted, rep.Missing)

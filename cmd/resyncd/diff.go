@@ -8,7 +8,6 @@ import (
 
 	"github.com/pmezard/go-difflib/difflib"
 	"github.com/spf13/cobra"
-	"go.uber.org/zap"
 	"sigs.k8s.io/yaml"
 
 	"github.com/resyncd/resyncd/desired"
@@ -28,18 +27,12 @@ func newDiffCommand(g *globals) *cobra.Command {
 }
 
 func runDiff(ctx context.Context, g *globals) error {
-	cfg, err := g.loadConfig()
+	p, err := g.prepare()
 	if err != nil {
 		return exitWith(2, err)
 	}
-	cl, err := g.clients(cfg)
-	if err != nil {
-		return exitWith(2, err)
-	}
-	if err := checkServed(cl.kube.Discovery(), cfg); err != nil {
-		return exitWith(2, err)
-	}
-	eng, err := engine.New(cfg, engine.Options{Client: cl.dynamic, Renderers: desired.DefaultRegistry(), Log: zap.NewNop(),
+	defer func() { _ = p.log.Sync() }()
+	eng, err := engine.New(p.cfg, engine.Options{Client: p.cl.dynamic, Renderers: desired.DefaultRegistry(), Log: p.log,
 		ReadOnly: true, KeepFields: true})
 	if err != nil {
 		return exitWith(2, err)

@@ -26,24 +26,13 @@ func newOnceCommand(g *globals) *cobra.Command {
 }
 
 func runOnce(ctx context.Context, g *globals) error {
-	cfg, err := g.loadConfig()
+	p, err := g.prepare()
 	if err != nil {
 		return exitWith(1, err)
 	}
-	log, err := newLogger(cfg.Log)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = log.Sync() }()
-	cl, err := g.clients(cfg)
-	if err != nil {
-		return err
-	}
-	if err := checkServed(cl.kube.Discovery(), cfg); err != nil {
-		return err
-	}
-	d := &daemon{cfg: cfg, cl: cl}
-	eng, err := engine.New(cfg, engine.Options{Client: cl.dynamic, Renderers: desired.DefaultRegistry(), Log: log, Events: d.recorder(ctx)})
+	defer func() { _ = p.log.Sync() }()
+	d := &daemon{cfg: p.cfg, cl: p.cl}
+	eng, err := engine.New(p.cfg, engine.Options{Client: p.cl.dynamic, Renderers: desired.DefaultRegistry(), Log: p.log, Events: d.recorder(ctx)})
 	if err != nil {
 		return err
 	}

@@ -52,22 +52,12 @@ type daemon struct {
 }
 
 func runDaemon(ctx context.Context, g *globals) error {
-	cfg, err := g.loadConfig()
+	p, err := g.prepare()
 	if err != nil {
 		return exitWith(1, err)
 	}
-	log, err := newLogger(cfg.Log)
-	if err != nil {
-		return err
-	}
+	cfg, log, cl := p.cfg, p.log, p.cl
 	defer func() { _ = log.Sync() }()
-	cl, err := g.clients(cfg)
-	if err != nil {
-		return err
-	}
-	if err := checkServed(cl.kube.Discovery(), cfg); err != nil {
-		return err
-	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerClientMetrics(reg)

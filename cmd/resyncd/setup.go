@@ -129,3 +129,31 @@ func checkServed(disc discovery.DiscoveryInterface, cfg *config.Config) error {
 	}
 	return nil
 }
+
+// prepared is what every command that talks to a cluster starts with.
+type prepared struct {
+	cfg *config.Config
+	log *zap.Logger
+	cl  *clients
+}
+
+// prepare loads the configuration, builds the logger and the clients, and
+// checks that the API server serves every watched resource.
+func (g *globals) prepare() (*prepared, error) {
+	cfg, err := g.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	log, err := newLogger(cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := g.clients(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkServed(cl.kube.Discovery(), cfg); err != nil {
+		return nil, err
+	}
+	return &prepared{cfg: cfg, log: log, cl: cl}, nil
+}
