@@ -2,7 +2,9 @@ package deploy
 
 import _ "embed"
 
-// CRD is the HttpService CustomResourceDefinition, crds/resyncd.io_httpservices.yaml.
-//
 //go:embed crds/resyncd.io_httpservices.yaml
-var CRD []byte
+var crd []byte
+
+// CRD returns the HttpService CustomResourceDefinition,
+// crds/resyncd.io_httpservices.yaml.
+func CRD() []byte { return crd }

@@ -166,7 +166,7 @@ func TestCRDPrinterColumns(t *testing.T) {
 // field of the schema says what it is.
 func TestCRDDescriptions(t *testing.T) {
 	var crd apiextensionsv1.CustomResourceDefinition
-	if err := yaml.UnmarshalStrict(deploy.CRD, &crd); err != nil {
+	if err := yaml.UnmarshalStrict(deploy.CRD(), &crd); err != nil {
 		t.Fatalf("decode CRD: %v", err)
 	}
 	var missing []string

@@ -1,0 +1,172 @@
+package deploy_test
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/lint/support"
+	"sigs.k8s.io/yaml"
+
+	"github.com/resyncd/resyncd/deploy"
+)
+
+const (
+	chartDir         = "helm/resyncd"
+	releaseName      = "resyncd"
+	releaseNamespace = "resyncd-system"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of testdata/chart")
+
+// valueSets are the interesting configurations of the chart: each has a
+// golden rendering under testdata/chart.
+var valueSets = map[string]map[string]any{
+	"default": {},
+	"ha":      {"replicaCount": 2},
+	"second-resource": {"config": map[string]any{"resources": []any{
+		map[string]any{"group": "resyncd.io", "version": "v1alpha1", "resource": "httpservices", "renderer": "httpservice", "namespaces": []any{"shop"}},
+		map[string]any{"group": "resyncd.io", "version": "v1alpha1", "resource": "httpservices", "renderer": "httpservice",
+			"namespaces": []any{"blog"}, "mode": "warn", "interval": "2m"},
+	}}},
+	"monitoring": {
+		"metrics":   map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}}},
+		"dashboard": map[string]any{"enabled": true},
+	},
+}
+
+func loadChart(t *testing.T) *chart.Chart {
+	t.Helper()
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatalf("load chart: %v", err)
+	}
+	return ch
+}
+
+// render returns the manifests the chart renders with vals, without CRDs.
+func render(t *testing.T, vals map[string]any) (string, error) {
+	t.Helper()
+	install := action.NewInstall(&action.Configuration{})
+	install.DryRun, install.ClientOnly, install.Replace = true, true, true
+	install.ReleaseName, install.Namespace = releaseName, releaseNamespace
+	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.37.2", Major: "1", Minor: "37"}
+	install.SkipCRDs = true
+	rel, err := install.Run(loadChart(t), vals)
+	if err != nil {
+		return "", err
+	}
+	return rel.Manifest, nil
+}
+
+// TestChartLint is `helm lint --strict` for every value set: no message at
+// all, warnings included.
+func TestChartLint(t *testing.T) {
+	for name, vals := range valueSets {
+		t.Run(name, func(t *testing.T) {
+			lint := action.NewLint()
+			lint.Strict = true
+			lint.Namespace = releaseNamespace
+			lint.KubeVersion = &chartutil.KubeVersion{Version: "v1.37.2", Major: "1", Minor: "37"}
+			res := lint.Run([]string{chartDir}, vals)
+			for _, m := range res.Messages {
+				// The one thing lint suggests that a chart without a logo cannot do.
+				if m.Severity == support.InfoSev && strings.Contains(m.Err.Error(), "icon is recommended") {
+					continue
+				}
+				t.Errorf("lint: %s", m)
+			}
+			for _, err := range res.Errors {
+				t.Errorf("lint: %v", err)
+			}
+		})
+	}
+}
+
+func TestChartGolden(t *testing.T) {
+	for name, vals := range valueSets {
+		t.Run(name, func(t *testing.T) {
+			got, err := render(t, vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("..", "testdata", "chart", name+".yaml")
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(want), got); diff != "" {
+				t.Errorf("rendering (-golden +got); go test ./deploy -run TestChartGolden -update rewrites it:\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestChartCRD: the chart ships exactly the CRD of deploy/crds.
+func TestChartCRD(t *testing.T) {
+	inChart, err := os.ReadFile(filepath.Join(chartDir, "crds", "resyncd.io_httpservices.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(deploy.CRD(), inChart) {
+		t.Error("helm/resyncd/crds/resyncd.io_httpservices.yaml differs from crds/resyncd.io_httpservices.yaml; copy it over")
+	}
+}
+
+// TestChartRejectsBadValues: values.schema.json turns bad values into an
+// error that names the key.
+func TestChartRejectsBadValues(t *testing.T) {
+	tests := []struct {
+		name string
+		vals map[string]any
+		want string
+	}{
+		{"negative replicas", map[string]any{"replicaCount": -1}, "replicaCount"},
+		{"log level", map[string]any{"logLevel": "loud"}, "logLevel"},
+		{"unknown key", map[string]any{"replicas": 2}, "replicas"},
+		{"renderer", map[string]any{"config": map[string]any{"resources": []any{
+			map[string]any{"version": "v1", "resource": "widgets", "renderer": "helm"}}}}, "renderer"},
+		{"duration", map[string]any{"config": map[string]any{"resources": []any{
+			map[string]any{"version": "v1", "resource": "widgets", "renderer": "httpservice", "interval": "soon"}}}}, "interval"},
+		{"no resources", map[string]any{"config": map[string]any{"resources": []any{}}}, "resources"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := render(t, tt.vals)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want an error naming %s", err, tt.want)
+			}
+		})
+	}
+}
+
+// renderedObjects splits a rendering into objects keyed Kind/name.
+func renderedObjects(t *testing.T, manifest string) map[string]map[string]any {
+	t.Helper()
+	out := map[string]map[string]any{}
+	for _, doc := range strings.Split(manifest, "\n---") {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+			t.Fatal(err)
+		}
+		if m == nil {
+			continue
+		}
+		md, _ := m["metadata"].(map[string]any)
+		out[m["kind"].(string)+"/"+md["name"].(string)] = m
+	}
+	return out
+}

@@ -1,0 +1,87 @@
+{{/* The chart name, or nameOverride. */}}
+{{- define "resyncd.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The full name of the release's objects. */}}
+{{- define "resyncd.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "resyncd.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "resyncd.labels" -}}
+helm.sh/chart: {{ include "resyncd.chart" . }}
+{{ include "resyncd.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "resyncd.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "resyncd.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "resyncd.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "resyncd.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* Leader election: on with more than one replica, or when the config asks. */}}
+{{- define "resyncd.leaderElection" -}}
+{{- $le := default dict .Values.config.leaderElection }}
+{{- if or (gt (int .Values.replicaCount) 1) $le.enabled }}true{{ end }}
+{{- end }}
+
+{{/*
+The resyncd configuration: .Values.config with what the chart decides —
+leader election, its Lease, the listen addresses, the log settings.
+*/}}
+{{- define "resyncd.config" -}}
+{{- $cfg := deepCopy .Values.config }}
+{{- $le := deepCopy (default dict $cfg.leaderElection) }}
+{{- $_ := set $le "enabled" (eq (include "resyncd.leaderElection" .) "true") }}
+{{- $_ := set $le "namespace" .Release.Namespace }}
+{{- $_ := set $le "leaseName" (include "resyncd.fullname" .) }}
+{{- $_ := set $cfg "leaderElection" $le }}
+{{- $_ := set $cfg "metrics" (dict "address" (printf ":%d" (int .Values.metrics.service.port))) }}
+{{- $_ := set $cfg "health" (dict "address" (printf ":%d" (int .Values.healthPort))) }}
+{{- $_ := set $cfg "log" (dict "level" .Values.logLevel "format" .Values.logFormat) }}
+{{- toYaml $cfg }}
+{{- end }}
+
+{{/*
+The child resources each renderer writes, as RBAC rules: one rule per API
+group. Kept next to desired.HTTPService.ChildTypes; a chart test checks the two agree.
+*/}}
+{{- define "resyncd.childRules" -}}
+{{- $renderers := dict }}
+{{- range .Values.config.resources }}
+{{- $_ := set $renderers .renderer true }}
+{{- end }}
+{{- if hasKey $renderers "httpservice" }}
+- apiGroups: ["apps"]
+  resources: ["deployments"]
+  verbs: ["list", "create", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["services"]
+  verbs: ["list", "create", "patch", "delete"]
+- apiGroups: ["autoscaling"]
+  resources: ["horizontalpodautoscalers"]
+  verbs: ["list", "create", "patch", "delete"]
+{{- end }}
+{{- end }}
