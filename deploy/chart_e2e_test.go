@@ -1,0 +1,199 @@
+package deploy_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"helm.sh/helm/v3/pkg/action"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/resyncd/resyncd/config"
+	"github.com/resyncd/resyncd/desired"
+	"github.com/resyncd/resyncd/engine"
+)
+
+// TestChartEndToEnd installs the chart with the Helm SDK, then runs resyncd
+// in-process as the chart's ServiceAccount, with the configuration from the
+// chart's ConfigMap: it converges HttpServices, takes the Lease, records an
+// Event — and may do nothing the configuration does not need.
+func TestChartEndToEnd(t *testing.T) {
+	ctx := t.Context()
+	admin := kubernetes.NewForConfigOrDie(env.Config)
+	for _, ns := range []string{releaseNamespace, "chart-e2e"} {
+		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// helm install resyncd deploy/helm/resyncd -n resyncd-system --set replicaCount=2
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, env.Kubeconfig(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	getter := genericclioptions.NewConfigFlags(false)
+	getter.KubeConfig = &kubeconfig
+	ns := releaseNamespace
+	getter.Namespace = &ns
+	helmCfg := &action.Configuration{}
+	if err := helmCfg.Init(getter, releaseNamespace, "secret", t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	install := action.NewInstall(helmCfg)
+	install.ReleaseName, install.Namespace = releaseName, releaseNamespace
+	if _, err := install.Run(loadChart(t), map[string]any{"replicaCount": 2}); err != nil {
+		t.Fatalf("helm install: %v", err)
+	}
+
+	// The configuration, as the pod would read it from its volume.
+	cm, err := admin.CoreV1().ConfigMaps(releaseNamespace).Get(ctx, releaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cm.Data["config.yaml"]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(cfgPath, config.Options{Renderers: desired.DefaultRegistry().Names()})
+	if err != nil {
+		t.Fatalf("the chart's configuration does not load: %v", err)
+	}
+	if !cfg.LeaderElection.Enabled || cfg.LeaderElection.Namespace != releaseNamespace {
+		t.Errorf("leader election = %+v, want enabled in %s with 2 replicas", cfg.LeaderElection, releaseNamespace)
+	}
+
+	// The chart's ServiceAccount, as the API server authenticates a pod's token.
+	sa := rest.CopyConfig(env.Config)
+	sa.Impersonate = rest.ImpersonationConfig{
+		UserName: fmt.Sprintf("system:serviceaccount:%s:%s", releaseNamespace, releaseName),
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNamespace, "system:authenticated"},
+	}
+	saKube := kubernetes.NewForConfigOrDie(sa)
+	saDyn := dynamic.NewForConfigOrDie(sa)
+
+	adminDyn := dynamic.NewForConfigOrDie(env.Config)
+	for i, spec := range []map[string]any{
+		{"image": "nginx:1.27", "port": int64(8080), "replicas": int64(2)},
+		{"image": "nginx:1.27", "port": int64(8080), "resources": map[string]any{"requests": map[string]any{"cpu": "100m"}},
+			"autoscaling": map[string]any{"maxReplicas": int64(4)}},
+		{"image": "nginx:1.27", "port": int64(8080), // rejected by the Deployment's validation: an Event
+			"resources": map[string]any{"requests": map[string]any{"cpu": "2"}, "limits": map[string]any{"cpu": "1"}}},
+	} {
+		hs := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "resyncd.io/v1alpha1", "kind": "HttpService",
+			"metadata": map[string]any{"name": fmt.Sprintf("app-%d", i), "namespace": "chart-e2e"}, "spec": spec,
+		}}
+		if _, err := adminDyn.Resource(httpServices).Namespace("chart-e2e").Create(ctx, hs, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: saKube.EventsV1()})
+	b.StartRecordingToSink(ctx.Done())
+	eng, err := engine.New(cfg, engine.Options{Client: saDyn, Renderers: desired.DefaultRegistry(),
+		Metrics: engine.NewMetrics(prometheus.NewRegistry()), Events: b.NewRecorder(scheme.Scheme, "resyncd")})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Lead as client-go's elector does (get, create, update the Lease), and
+	// run two passes while leading.
+	var reports []engine.ResourceReport
+	var passErr error
+	leCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	leaderelection.RunOrDie(leCtx, leaderelection.LeaderElectionConfig{
+		Lock: &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.LeaderElection.Namespace, Name: cfg.LeaderElection.LeaseName},
+			Client:     saKube.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: "chart-e2e"},
+		},
+		LeaseDuration: cfg.LeaderElection.LeaseDuration, RenewDeadline: cfg.LeaderElection.RenewDeadline,
+		RetryPeriod: cfg.LeaderElection.RetryPeriod, ReleaseOnCancel: true,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				defer cancel()
+				for range 2 {
+					rep, err := eng.SyncOnce(ctx)
+					if err != nil {
+						passErr = err
+						return
+					}
+					reports = append(reports, rep.Resources[0])
+				}
+			},
+			OnStoppedLeading: func() {},
+		},
+	})
+	if passErr != nil {
+		t.Fatalf("pass as the ServiceAccount: %v", passErr)
+	}
+	if len(reports) != 2 {
+		t.Fatalf("never led: the ServiceAccount could not take the Lease (%d passes)", len(reports))
+	}
+	if r := reports[0]; r.Created != 5 || r.Statuses != 3 || r.Stalled != 1 || r.Failed != 1 {
+		t.Errorf("first pass as the ServiceAccount: created %d, statuses %d, stalled %d, failed %d; want 5, 3, 1, 1",
+			r.Created, r.Statuses, r.Stalled, r.Failed)
+	}
+	if r := reports[1]; r.Created+r.Updated+r.Deleted+r.Statuses != 0 || r.InSync != 5 {
+		t.Errorf("second pass: %d writes, %d in sync; want 0, 5", r.Created+r.Updated+r.Deleted+r.Statuses, r.InSync)
+	}
+	for _, name := range []string{"app-0", "app-1"} {
+		if _, err := admin.AppsV1().Deployments("chart-e2e").Get(ctx, name, metav1.GetOptions{}); err != nil {
+			t.Errorf("Deployment %s: %v", name, err)
+		}
+	}
+	if _, err := admin.AutoscalingV2().HorizontalPodAutoscalers("chart-e2e").Get(ctx, "app-1", metav1.GetOptions{}); err != nil {
+		t.Errorf("HorizontalPodAutoscaler app-1: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		evs, err := admin.EventsV1().Events("chart-e2e").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs.Items) > 0 && evs.Items[0].Regarding.Name == "app-2" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("no Event for the stalled app-2: the ServiceAccount could not record it (%d events)", len(evs.Items))
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// Least privilege: nothing the configuration does not need.
+	forbidden := map[string]error{}
+	_, forbidden["list secrets"] = saKube.CoreV1().Secrets("chart-e2e").List(ctx, metav1.ListOptions{})
+	_, forbidden["get a secret"] = saKube.CoreV1().Secrets(releaseNamespace).Get(ctx, "sh.helm.release.v1.resyncd.v1", metav1.GetOptions{})
+	_, forbidden["create a ConfigMap"] = saKube.CoreV1().ConfigMaps("chart-e2e").Create(ctx,
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+	_, forbidden["get a Deployment"] = saKube.AppsV1().Deployments("chart-e2e").Get(ctx, "app-0", metav1.GetOptions{})
+	_, forbidden["update an HttpService"] = saDyn.Resource(httpServices).Namespace("chart-e2e").Update(ctx,
+		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "resyncd.io/v1alpha1", "kind": "HttpService",
+			"metadata": map[string]any{"name": "app-0", "namespace": "chart-e2e"}, "spec": map[string]any{"image": "x", "port": int64(1)}}},
+		metav1.UpdateOptions{})
+	_, forbidden["create a Lease elsewhere"] = saKube.CoordinationV1().Leases("chart-e2e").Create(ctx,
+		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+	for what, err := range forbidden {
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("%s: got %v, want Forbidden", what, err)
+		}
+	}
+}
