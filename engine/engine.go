@@ -119,10 +119,12 @@ func New(cfg *config.Config, opts Options) (*Engine, error) {
 			return nil, fmt.Errorf("resources[%d].labelSelector: %w", i, err)
 		}
 		gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
-		e.resources = append(e.resources, &resourceState{
+		rs := &resourceState{
 			cfg: r, name: resourceName(gvr), gvr: gvr, renderer: rd, selector: sel,
 			noops: map[noopKey]bool{}, driftSince: map[childKey]time.Time{},
-		})
+		}
+		e.resources = append(e.resources, rs)
+		e.metrics.initialize(rs)
 	}
 	return e, nil
 }

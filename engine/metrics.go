@@ -68,3 +68,21 @@ func (m *Metrics) SetLeader(leading bool) {
 		m.isLeader.Set(0)
 	}
 }
+
+// initialize creates the series of a resource that are known in advance at
+// zero, so that rate() and dashboards see them before the first event.
+func (m *Metrics) initialize(rs *resourceState) {
+	if m == nil {
+		return
+	}
+	for _, result := range []string{"success", "error"} {
+		m.passes.WithLabelValues(rs.name, result)
+	}
+	m.deferred.WithLabelValues(rs.name).Set(0)
+	for _, ct := range rs.renderer.ChildTypes() {
+		m.falsePositives.WithLabelValues(rs.name, ct.Kind)
+		for _, reason := range []string{reasonMissing, reasonChanged, reasonOrphaned} {
+			m.drift.WithLabelValues(rs.name, ct.Kind, reason)
+		}
+	}
+}

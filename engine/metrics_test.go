@@ -39,8 +39,13 @@ resyncd_apply_total{kind="Service",operation="create",` + res + `,result="succes
 resyncd_apply_total{kind="Service",operation="delete",` + res + `,result="success"} 1
 # HELP resyncd_drift_total Child objects found drifted, by reason.
 # TYPE resyncd_drift_total counter
+resyncd_drift_total{kind="Deployment",reason="changed",` + res + `} 0
 resyncd_drift_total{kind="Deployment",reason="missing",` + res + `} 3
 resyncd_drift_total{kind="Deployment",reason="orphaned",` + res + `} 1
+resyncd_drift_total{kind="HorizontalPodAutoscaler",reason="changed",` + res + `} 0
+resyncd_drift_total{kind="HorizontalPodAutoscaler",reason="missing",` + res + `} 0
+resyncd_drift_total{kind="HorizontalPodAutoscaler",reason="orphaned",` + res + `} 0
+resyncd_drift_total{kind="Service",reason="changed",` + res + `} 0
 resyncd_drift_total{kind="Service",reason="missing",` + res + `} 3
 resyncd_drift_total{kind="Service",reason="orphaned",` + res + `} 1
 # HELP resyncd_managed_objects Child objects seen in the last pass, by state.
@@ -51,6 +56,7 @@ resyncd_managed_objects{kind="Service",` + res + `,state="in_sync"} 2
 resyncd_managed_objects{kind="Service",` + res + `,state="orphaned"} 1
 # HELP resyncd_passes_total Passes over a watched resource, by result.
 # TYPE resyncd_passes_total counter
+resyncd_passes_total{` + res + `,result="error"} 0
 resyncd_passes_total{` + res + `,result="success"} 2
 # HELP resyncd_deferred_writes Writes left for the next pass by the per-pass budget.
 # TYPE resyncd_deferred_writes gauge

@@ -28,10 +28,11 @@ var (
 // registerClientMetrics adds client-go's request metrics to reg.
 func registerClientMetrics(reg prometheus.Registerer) {
 	clientMetricsOnce.Do(func() {
-		metrics.Register(metrics.RegisterOpts{
-			RequestResult:  resultAdapter{},
-			RequestLatency: latencyAdapter{},
-		})
+		opts := metrics.RegisterOpts{RequestResult: resultAdapter{}, RequestLatency: latencyAdapter{}}
+		metrics.Register(opts)
+		// Register only takes the first caller's hooks, and a library's init
+		// (controller-runtime's, say) may have been first: set them for sure.
+		metrics.RequestResult, metrics.RequestLatency = opts.RequestResult, opts.RequestLatency
 	})
 	reg.MustRegister(requestsTotal, requestDuration)
 }

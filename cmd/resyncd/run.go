@@ -58,10 +58,8 @@ func runDaemon(ctx context.Context, g *globals) error {
 	}
 	cfg, log, cl := p.cfg, p.log, p.cl
 	defer func() { _ = log.Sync() }()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	registerClientMetrics(reg)
-	d := &daemon{cfg: cfg, log: log, cl: cl, reg: reg, metrics: engine.NewMetrics(reg), health: newHealth(cfg)}
+	reg, metrics := newRegistry()
+	d := &daemon{cfg: cfg, log: log, cl: cl, reg: reg, metrics: metrics, health: newHealth(cfg)}
 
 	log.Info("Starting", zap.String("version", version), zap.String("server", cl.rest.Host),
 		zap.Int("resources", len(cfg.Resources)), zap.Bool("leaderElection", cfg.LeaderElection.Enabled))
@@ -77,6 +75,15 @@ func runDaemon(ctx context.Context, g *globals) error {
 		return nil
 	}
 	return err
+}
+
+// newRegistry returns the registry /metrics serves: resyncd's metrics,
+// client-go's request metrics, and the Go and process collectors.
+func newRegistry() (*prometheus.Registry, *engine.Metrics) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerClientMetrics(reg)
+	return reg, engine.NewMetrics(reg)
 }
 
 // lead runs the passes, under leader election when it is enabled.
