@@ -10,6 +10,7 @@ CONTROL_PLANE := kube-apiserver etcd
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 GO_TEST_FLAGS ?= -timeout 30m
+IMAGE ?= ghcr.io/resyncd/resyncd
 RUN_DIR := $(CURDIR)/.run
 
 .PHONY: help
@@ -27,6 +28,7 @@ bins: ## Build (first time: about 10 minutes) or link the cached kube-apiserver 
 .PHONY: test
 test: bins ## Run every test against a real kube-apiserver + etcd
 	go vet ./...
+	cd tools/image && go vet ./... && go test ./...
 	go test $(GO_TEST_FLAGS) ./... || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
 	@$(MAKE) --no-print-directory reap
 
@@ -35,12 +37,22 @@ run: bins build ## Start a local control plane, install the CRD and samples, run
 	go build -o bin/devcluster ./cmd/devcluster
 	bin/devcluster --dir $(RUN_DIR) -- bin/resyncd run --config testdata/config/local.yaml
 
+.PHONY: image
+image: ## Build the container image as bin/resyncd-image.tar, without a Docker engine (docker/podman load, kind load image-archive)
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags "$(LDFLAGS) -s -w" -o bin/linux-amd64/resyncd ./cmd/resyncd
+	cd tools/image && go run . -binary ../../bin/linux-amd64/resyncd -tag $(IMAGE):$(VERSION) -version $(VERSION) -out ../../bin/resyncd-image.tar
+
+.PHONY: helm-lint
+helm-lint: bins ## helm lint --strict of the chart with the Helm SDK, and its values schema
+	go test -count=1 -run 'TestChartLint|TestChartRejectsBadValues' ./deploy
+
 .PHONY: lint
 lint: ## gofmt, go vet, go mod tidy check
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: the files above need formatting"; exit 1; }
 	go vet ./...
 	go mod tidy -diff
 	cd tools && go mod tidy -diff
+	cd tools/image && go mod tidy -diff
 
 .PHONY: reap
 reap: # Stop control-plane processes of this checkout that a killed test left behind, API server first
