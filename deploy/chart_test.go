@@ -2,13 +2,11 @@ package deploy_test
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -17,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/resyncd/resyncd/deploy"
+	"github.com/resyncd/resyncd/internal/golden"
 )
 
 const (
@@ -24,8 +23,6 @@ const (
 	releaseName      = "resyncd"
 	releaseNamespace = "resyncd-system"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files of testdata/chart")
 
 // valueSets are the interesting configurations of the chart: each has a
 // golden rendering under testdata/chart.
@@ -98,19 +95,7 @@ func TestChartGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("..", "testdata", "chart", name+".yaml")
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("rendering (-golden +got); go test ./deploy -run TestChartGolden -update rewrites it:\n%s", diff)
-			}
+			golden.Check(t, filepath.Join("..", "testdata", "chart", name+".yaml"), got)
 		})
 	}
 }

@@ -1,18 +1,16 @@
 package desired
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files of testdata/render")
+	"github.com/resyncd/resyncd/internal/golden"
+)
 
 func readParent(t testing.TB, path string) *unstructured.Unstructured {
 	t.Helper()
@@ -49,19 +47,7 @@ func TestRenderGolden(t *testing.T) {
 				docs = append(docs, string(b))
 			}
 			got := strings.Join(docs, "---\n")
-			golden := strings.TrimSuffix(in, ".yaml") + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("children (-want +got):\n%s", diff)
-			}
+			golden.Check(t, strings.TrimSuffix(in, ".yaml")+".golden", got)
 		})
 	}
 }
