@@ -3,6 +3,7 @@ package actual
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,8 +19,21 @@ import (
 // so at most two pages are held at a time.
 func Each(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, namespace string,
 	opts metav1.ListOptions, pageSize int64, fn func(*unstructured.Unstructured) error) error {
+	_, err := each(ctx, client, gvr, namespace, opts, pageSize, fn)
+	return err
+}
+
+// each is Each, and also returns the kind of the items as the list names
+// it ("HttpServiceList" lists HttpService), known even when there are none.
+func each(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, namespace string,
+	opts metav1.ListOptions, pageSize int64, fn func(*unstructured.Unstructured) error) (string, error) {
+	var listKind string
 	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return client.Resource(gvr).Namespace(namespace).List(ctx, opts)
+		l, err := client.Resource(gvr).Namespace(namespace).List(ctx, opts)
+		if err == nil {
+			listKind = l.GetKind()
+		}
+		return l, err
 	})
 	p.PageSize = pageSize
 	p.PageBufferSize = 1
@@ -31,7 +45,7 @@ func Each(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersion
 		return fn(u)
 	})
 	if err != nil {
-		return fmt.Errorf("list %s: %w", gvr, err)
+		return "", fmt.Errorf("list %s: %w", gvr, err)
 	}
-	return nil
+	return strings.TrimSuffix(listKind, "List"), nil
 }

@@ -23,25 +23,31 @@ func NewReader(client dynamic.Interface, pageSize int64) *Reader {
 	return &Reader{client: client, pageSize: pageSize}
 }
 
-// Parents calls fn for every object of gvr in namespaces (none: all).
-func (r *Reader) Parents(ctx context.Context, gvr schema.GroupVersionResource, namespaces []string, fn func(*unstructured.Unstructured) error) error {
+// Parents calls fn for every object of gvr in namespaces (none: all), and
+// returns the kind of the objects, which the API server names even when
+// there are none.
+func (r *Reader) Parents(ctx context.Context, gvr schema.GroupVersionResource, namespaces []string, fn func(*unstructured.Unstructured) error) (string, error) {
 	return r.each(ctx, gvr, namespaces, metav1.ListOptions{}, fn)
 }
 
 // Children calls fn for every object of gvr in namespaces (none: all) that
 // carries resyncd's managed-by label.
 func (r *Reader) Children(ctx context.Context, gvr schema.GroupVersionResource, namespaces []string, fn func(*unstructured.Unstructured) error) error {
-	return r.each(ctx, gvr, namespaces, metav1.ListOptions{LabelSelector: ManagedSelector}, fn)
+	_, err := r.each(ctx, gvr, namespaces, metav1.ListOptions{LabelSelector: ManagedSelector}, fn)
+	return err
 }
 
-func (r *Reader) each(ctx context.Context, gvr schema.GroupVersionResource, namespaces []string, opts metav1.ListOptions, fn func(*unstructured.Unstructured) error) error {
+func (r *Reader) each(ctx context.Context, gvr schema.GroupVersionResource, namespaces []string, opts metav1.ListOptions, fn func(*unstructured.Unstructured) error) (string, error) {
 	if len(namespaces) == 0 {
-		return Each(ctx, r.client, gvr, metav1.NamespaceAll, opts, r.pageSize, fn)
+		return each(ctx, r.client, gvr, metav1.NamespaceAll, opts, r.pageSize, fn)
 	}
+	var kind string
 	for _, ns := range namespaces {
-		if err := Each(ctx, r.client, gvr, ns, opts, r.pageSize, fn); err != nil {
-			return err
+		k, err := each(ctx, r.client, gvr, ns, opts, r.pageSize, fn)
+		if err != nil {
+			return "", err
 		}
+		kind = k
 	}
-	return nil
+	return kind, nil
 }

@@ -141,11 +141,8 @@ func (e *Engine) pass(ctx context.Context, rs *resourceState, rep *ResourceRepor
 func (e *Engine) readParents(ctx context.Context, rs *resourceState) ([]*unstructured.Unstructured, map[types.UID]bool, error) {
 	var parents []*unstructured.Unstructured
 	known := map[types.UID]bool{}
-	err := e.reader.Parents(ctx, rs.gvr, rs.cfg.Namespaces, func(u *unstructured.Unstructured) error {
+	kind, err := e.reader.Parents(ctx, rs.gvr, rs.cfg.Namespaces, func(u *unstructured.Unstructured) error {
 		known[u.GetUID()] = true
-		if rs.parentGVK.Kind == "" {
-			rs.parentGVK = u.GroupVersionKind()
-		}
 		if !rs.selector.Matches(labels.Set(u.GetLabels())) {
 			return nil
 		}
@@ -153,6 +150,11 @@ func (e *Engine) readParents(ctx context.Context, rs *resourceState) ([]*unstruc
 		parents = append(parents, u)
 		return nil
 	})
+	if kind != "" {
+		// Children name their parent by kind: it must be known before they
+		// are read, also when no parent is left.
+		rs.parentGVK = rs.gvr.GroupVersion().WithKind(kind)
+	}
 	return parents, known, err
 }
 

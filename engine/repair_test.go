@@ -185,6 +185,15 @@ func TestPruneParentGone(t *testing.T) {
 	}
 	h.mustGet(deployments, "prune", "stays")
 
+	// A fresh process, after the last parent of a namespace went away,
+	// still knows the children's parent kind and prunes them.
+	if err := h.dyn.Resource(httpServices).Namespace("prune").Delete(t.Context(), "stays", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if rep := newHarness(t, testConfig("prune")).sync(); rep.Deleted != 2 {
+		t.Errorf("a fresh engine with no parent left deleted %d children, want 2", rep.Deleted)
+	}
+
 	// A stale plan: the engine read a child, then it was re-created with
 	// another UID before the delete went out. The UID precondition saves it.
 	p := h.createParent("prune", "stale", map[string]any{"image": "nginx", "port": int64(80)})
