@@ -32,7 +32,9 @@ func runOnce(ctx context.Context, g *globals) error {
 	}
 	defer func() { _ = p.log.Sync() }()
 	d := &daemon{cfg: p.cfg, cl: p.cl}
-	eng, err := engine.New(p.cfg, engine.Options{Client: p.cl.dynamic, Renderers: desired.DefaultRegistry(), Log: p.log, Events: d.recorder(ctx)})
+	rec, stop := d.recorder(ctx)
+	defer stop()
+	eng, err := engine.New(p.cfg, engine.Options{Client: p.cl.dynamic, Renderers: desired.DefaultRegistry(), Log: p.log, Events: rec})
 	if err != nil {
 		return err
 	}

@@ -148,9 +148,11 @@ func (d *daemon) lead(ctx context.Context) error {
 
 // passes runs a pass over each resource on its own interval until ctx ends.
 func (d *daemon) passes(ctx context.Context) error {
+	rec, stop := d.recorder(ctx)
+	defer stop()
 	eng, err := engine.New(d.cfg, engine.Options{
 		Client: d.cl.dynamic, Renderers: desired.DefaultRegistry(), Metrics: d.metrics,
-		Log: d.log, Events: d.recorder(ctx),
+		Log: d.log, Events: rec,
 	})
 	if err != nil {
 		return err
@@ -159,12 +161,12 @@ func (d *daemon) passes(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// recorder returns an Event recorder writing through events.k8s.io/v1
-// until ctx ends.
-func (d *daemon) recorder(ctx context.Context) events.EventRecorder {
+// recorder returns an Event recorder writing through events.k8s.io/v1,
+// and the function that stops it once the Events queued are handed on.
+func (d *daemon) recorder(ctx context.Context) (events.EventRecorder, func()) {
 	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: d.cl.kube.EventsV1()})
 	b.StartRecordingToSink(ctx.Done())
-	return b.NewRecorder(scheme.Scheme, "resyncd")
+	return b.NewRecorder(scheme.Scheme, "resyncd"), b.Shutdown
 }
 
 // serve runs an HTTP server on addr until ctx ends, then drains it.
