@@ -46,10 +46,16 @@ image: ## Build the container image as bin/resyncd-image.tar, without a Docker e
 helm-lint: bins ## helm lint --strict of the chart with the Helm SDK, and its values schema
 	go test -count=1 -run 'TestChartLint|TestChartRejectsBadValues' ./deploy
 
+GOLANGCI_LINT := bin/golangci-lint-v2.15.0
+
+$(GOLANGCI_LINT):
+	GOBIN=$(CURDIR)/bin go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+	mv bin/golangci-lint $@
+
 .PHONY: lint
-lint: ## gofmt, go vet, go mod tidy check
-	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: the files above need formatting"; exit 1; }
-	go vet ./...
+lint: $(GOLANGCI_LINT) ## golangci-lint (.golangci.yml: errorlint, revive, staticcheck, promlinter, importas, gofmt) and go mod tidy checks
+	$(GOLANGCI_LINT) run ./...
+	cd tools/image && ../../$(GOLANGCI_LINT) run ./...
 	go mod tidy -diff
 	cd tools && go mod tidy -diff
 	cd tools/image && go mod tidy -diff

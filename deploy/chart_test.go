@@ -12,7 +12,6 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/lint/support"
-	"sigs.k8s.io/yaml"
 
 	"github.com/resyncd/resyncd/deploy"
 	"github.com/resyncd/resyncd/internal/golden"
@@ -136,22 +135,4 @@ func TestChartRejectsBadValues(t *testing.T) {
 			}
 		})
 	}
-}
-
-// renderedObjects splits a rendering into objects keyed Kind/name.
-func renderedObjects(t *testing.T, manifest string) map[string]map[string]any {
-	t.Helper()
-	out := map[string]map[string]any{}
-	for _, doc := range strings.Split(manifest, "\n---") {
-		var m map[string]any
-		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
-			t.Fatal(err)
-		}
-		if m == nil {
-			continue
-		}
-		md, _ := m["metadata"].(map[string]any)
-		out[m["kind"].(string)+"/"+md["name"].(string)] = m
-	}
-	return out
 }

@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,8 +86,8 @@ func TestRenderInvalid(t *testing.T) {
 			u := base()
 			tt.edit(u)
 			_, err := HTTPService{}.Render(u)
-			ie, ok := err.(*InvalidError)
-			if !ok {
+			var ie *InvalidError
+			if !errors.As(err, &ie) {
 				t.Fatalf("got %v, want an *InvalidError", err)
 			}
 			if ie.Field != tt.field || !strings.Contains(ie.Message, tt.msg) {

@@ -33,9 +33,7 @@ type Engine struct {
 	readOnly  bool
 	// keepFields keeps the owned fields of live children for Report.Drifts.
 	keepFields bool
-
-	mu        sync.Mutex
-	resources []*resourceState
+	resources  []*resourceState
 }
 
 // resourceState is what the engine remembers of one watched resource

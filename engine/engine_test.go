@@ -49,9 +49,8 @@ func TestSyncCreatesThenSteady(t *testing.T) {
 				t.Errorf("%s %s ownerReferences = %+v", child.GetKind(), key, refs)
 			}
 		}
-		image, _, _ := unstructured.NestedString(dep.Object, "spec", "template", "spec", "containers", "0", "image")
 		containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
-		image, _ = containers[0].(map[string]any)["image"].(string)
+		image, _ := containers[0].(map[string]any)["image"].(string)
 		if want, _, _ := unstructured.NestedString(p.Object, "spec", "image"); image != want {
 			t.Errorf("Deployment %s image %q, want %q", key, image, want)
 		}

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -64,13 +63,12 @@ func testConfig(namespaces ...string) *config.Config {
 }
 
 type harness struct {
-	t       *testing.T
-	engine  *Engine
-	log     *requestLog
-	reg     *prometheus.Registry
-	dyn     dynamic.Interface // unlogged, for the test's own reads and writes
-	cs      kubernetes.Interface
-	nowFunc func() time.Time
+	t      *testing.T
+	engine *Engine
+	log    *requestLog
+	reg    *prometheus.Registry
+	dyn    dynamic.Interface // unlogged, for the test's own reads and writes
+	cs     kubernetes.Interface
 }
 
 func newHarness(t *testing.T, cfg *config.Config) *harness {

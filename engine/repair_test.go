@@ -143,8 +143,8 @@ func TestSpecChanges(t *testing.T) {
 	}
 	dep = h.mustGet(deployments, "changes", "web")
 	for _, mf := range dep.GetManagedFields() {
-		if mf.Manager == "resyncd" && strings.Contains(string(mf.FieldsV1.Raw), `"f:replicas"`) {
-			t.Errorf("resyncd still owns spec.replicas while autoscaling: %s", mf.FieldsV1.Raw)
+		if mf.Manager == "resyncd" && strings.Contains(mf.FieldsV1.GetRawString(), `"f:replicas"`) {
+			t.Errorf("resyncd still owns spec.replicas while autoscaling: %s", mf.FieldsV1.GetRawString())
 		}
 	}
 	observed()
