@@ -4,9 +4,9 @@ SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
 
-# Control-plane binaries come from tools/ (built once per version, cached in
-# $(CACHE_DIR), linked into bin/).
-CONTROL_PLANE := kube-apiserver etcd
+# Control-plane binaries come from tools/ (built once per version, cached
+# outside the checkout, linked into bin/).
+CONTROL_PLANE := kube-apiserver etcd kube-controller-manager kube-scheduler kwok
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 GO_TEST_FLAGS ?= -timeout 30m
@@ -22,7 +22,7 @@ build: ## Build bin/resyncd
 	go build -ldflags "$(LDFLAGS)" -o bin/resyncd ./cmd/resyncd
 
 .PHONY: bins
-bins: ## Build (first time: about 10 minutes) or link the cached kube-apiserver and etcd into bin/
+bins: ## Build (first time: about 10 minutes) or link the cached etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok into bin/
 	tools/build.sh $(CONTROL_PLANE)
 
 .PHONY: test
@@ -33,7 +33,7 @@ test: bins ## Run every test against a real kube-apiserver + etcd
 	@$(MAKE) --no-print-directory reap
 
 .PHONY: run
-run: bins build ## Start a local control plane, install the CRD and samples, run resyncd against it (Ctrl-C stops all)
+run: bins build ## Start a local cluster (fake nodes), install the CRD and samples, run resyncd against it (Ctrl-C stops all)
 	go build -o bin/devcluster ./cmd/devcluster
 	bin/devcluster --dir $(RUN_DIR) -- bin/resyncd run --config testdata/config/local.yaml
 

@@ -12,16 +12,26 @@ root=$(cd "$here/.." && pwd)
 
 kube_version=$(cd "$here" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
 etcd_version=$(cd "$here" && go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
+kwok_version=$(cd "$here/kwok" && go list -m -f '{{.Version}}' sigs.k8s.io/kwok)
 cache_root=${RESYNCD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/resyncd}
 cache="$cache_root/k8s-$kube_version"
 
-# Package to build for each binary name. Add kube-controller-manager,
-# kube-scheduler or kwok here (and a `tool` line in go.mod) to make them available.
+# Package to build for each binary name (each needs a `tool` line, or a
+# main package, in this module).
 pkg_for() {
 	case "$1" in
-	kube-apiserver) echo k8s.io/kubernetes/cmd/kube-apiserver ;;
+	kube-apiserver | kube-controller-manager | kube-scheduler) echo "k8s.io/kubernetes/cmd/$1" ;;
 	etcd) echo ./etcd ;;
-	*) echo "build.sh: unknown binary $1 (known: kube-apiserver etcd)" >&2; return 1 ;;
+	kwok) echo sigs.k8s.io/kwok/cmd/kwok ;;
+	*) echo "build.sh: unknown binary $1 (known: kube-apiserver kube-controller-manager kube-scheduler etcd kwok)" >&2; return 1 ;;
+	esac
+}
+
+# The module each binary is built in: kwok pins its own Kubernetes libraries.
+module_for() {
+	case "$1" in
+	kwok) echo "$here/kwok" ;;
+	*) echo "$here" ;;
 	esac
 }
 
@@ -45,6 +55,7 @@ kube_ldflags() {
 cache_file() {
 	case "$1" in
 	etcd) echo "$cache/etcd-$etcd_version" ;;
+	kwok) echo "$cache/kwok-$kwok_version" ;;
 	*) echo "$cache/$1" ;;
 	esac
 }
@@ -52,6 +63,7 @@ cache_file() {
 ldflags_for() {
 	case "$1" in
 	etcd) echo "-s -w" ;;
+	kwok) echo "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_version#v}" ;;
 	*) kube_ldflags ;;
 	esac
 }
@@ -61,13 +73,27 @@ for name in "$@"; do
 	pkg=$(pkg_for "$name")
 	out=$(cache_file "$name")
 	if [ ! -x "$out" ]; then
-		echo "build.sh: building $name into $out (kube-apiserver: about 10 minutes on 2 cores the first time)" >&2
+		echo "build.sh: building $name into $out (the first kube-apiserver build takes about 10 minutes on 2 cores)" >&2
 		start=$(date +%s)
 		# A private temporary name, then an atomic rename: two checkouts
 		# building at once never see a half-written binary.
-		(cd "$here" && CGO_ENABLED=0 go build -trimpath -ldflags "$(ldflags_for "$name")" -o "$out.tmp.$$" "$pkg")
+		(cd "$(module_for "$name")" && CGO_ENABLED=0 go build -trimpath -ldflags "$(ldflags_for "$name")" -o "$out.tmp.$$" "$pkg")
 		mv "$out.tmp.$$" "$out"
 		echo "build.sh: built $name in $(($(date +%s) - start))s" >&2
 	fi
 	ln -sfn "$out" "$root/bin/$name"
+	if [ "$name" = kwok ]; then
+		# kwok's Stages (node initialise and heartbeat, pod ready, complete
+		# and delete) ship as YAML in its module: keep them beside the binary.
+		stages="$cache/kwok-$kwok_version-stages"
+		if [ ! -d "$stages" ]; then
+			src=$(cd "$here/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage
+			mkdir -p "$stages.tmp.$$"
+			cp "$src/node/fast/node-initialize.yaml" "$src/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml" \
+				"$src/pod/fast/pod-ready.yaml" "$src/pod/fast/pod-complete.yaml" "$src/pod/fast/pod-delete.yaml" "$stages.tmp.$$/"
+			chmod 644 "$stages.tmp.$$"/*.yaml
+			mv "$stages.tmp.$$" "$stages"
+		fi
+		ln -sfn "$stages" "$root/bin/kwok-stages"
+	fi
 done

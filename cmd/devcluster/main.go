@@ -1,10 +1,11 @@
-// Command devcluster runs a local control plane (etcd and kube-apiserver
-// from bin/) for `make run`: it writes a kubeconfig to a stable path,
-// installs the HttpService CRD and the samples, runs the given command
-// against it with KUBECONFIG set, and on Ctrl-C or the command's exit stops
-// everything.
+// Command devcluster runs a local cluster for `make run`: etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler and kwok with fake
+// nodes, all from bin/ (or only the first two with --cluster=false). It
+// writes a kubeconfig to a stable path, installs the HttpService CRD and the
+// samples, runs the given command against it with KUBECONFIG set, and on
+// Ctrl-C or the command's exit stops everything.
 //
-//	devcluster [--dir DIR] [--samples DIR] [-- COMMAND ARGS...]
+//	devcluster [--dir DIR] [--samples DIR] [--cluster=false] [--nodes N] [-- COMMAND ARGS...]
 package main
 
 import (
@@ -32,6 +33,8 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("devcluster", flag.ContinueOnError)
 	dir := fs.String("dir", ".run", "directory for the kubeconfig and the control plane's log")
 	samples := fs.String("samples", "testdata/samples", "directory of manifests to apply once the API server is up; empty: none")
+	cluster := fs.Bool("cluster", true, "also run kube-controller-manager, kube-scheduler and kwok, so that Deployments roll out")
+	nodes := fs.Int("nodes", 3, "fake nodes, with --cluster")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -51,8 +54,12 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 
-	fmt.Fprintf(os.Stderr, "devcluster: starting etcd and kube-apiserver (log: %s)\n", logPath)
-	env, err := testenv.Start(testenv.Options{Output: logFile})
+	parts := "etcd and kube-apiserver"
+	if *cluster {
+		parts = fmt.Sprintf("etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok with %d fake nodes", *nodes)
+	}
+	fmt.Fprintf(os.Stderr, "devcluster: starting %s (log: %s)\n", parts, logPath)
+	env, err := testenv.Start(testenv.Options{Output: logFile, Cluster: *cluster, Nodes: *nodes})
 	if err != nil {
 		return err
 	}

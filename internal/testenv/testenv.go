@@ -27,13 +27,21 @@ type Options struct {
 	Output *os.File
 	// APIServerArgs are extra kube-apiserver flags, name without dashes to value.
 	APIServerArgs map[string]string
+	// Cluster also starts kube-controller-manager, kube-scheduler and kwok
+	// with Nodes fake nodes, so that Deployments roll out and the garbage
+	// collector works.
+	Cluster bool
+	// Nodes is the number of fake nodes of a Cluster; 0 means 3.
+	Nodes int
 }
 
 // Env is a running control plane.
 type Env struct {
 	// Config authenticates as a member of system:masters.
-	Config *rest.Config
-	env    *envtest.Environment
+	Config     *rest.Config
+	env        *envtest.Environment
+	components []*component
+	clusterDir string
 }
 
 // Start builds nothing: it starts etcd and kube-apiserver from the binaries
@@ -85,16 +93,27 @@ func Start(opts Options) (*Env, error) {
 		// fails (the CRD install, say).
 		return nil, errors.Join(fmt.Errorf("start control plane: %w", err), te.Stop())
 	}
-	return &Env{Config: cfg, env: te}, nil
+	e := &Env{Config: cfg, env: te}
+	if opts.Cluster {
+		nodes := opts.Nodes
+		if nodes == 0 {
+			nodes = 3
+		}
+		if err := e.startCluster(binDir, nodes, opts.Output); err != nil {
+			return nil, errors.Join(err, e.Stop())
+		}
+	}
+	return e, nil
 }
 
-// Stop stops kube-apiserver, then etcd (the other order hangs the API
-// server's shutdown), and removes their data.
+// Stop stops kwok, the scheduler and the controller-manager if they run,
+// then kube-apiserver, then etcd (the other order hangs the API server's
+// shutdown), and removes their data.
 func (e *Env) Stop() error {
 	if e == nil || e.env == nil {
 		return nil
 	}
-	return e.env.Stop()
+	return errors.Join(e.stopCluster(), e.env.Stop())
 }
 
 // Kubeconfig returns a kubeconfig for Config, with the client certificate
