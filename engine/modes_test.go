@@ -83,6 +83,22 @@ func TestWarnModeAndPaused(t *testing.T) {
 					t.Errorf("%s Reconciling = %v, want reason %s", name, r, tt.reason)
 				}
 			}
+			if tt.mode == config.ModeWarn {
+				// A parent gone: its children are orphans, reported and kept.
+				h.createParent(ns, "gone", map[string]any{"image": "nginx:1.27", "port": int64(80)})
+				h.engine.resources[0].cfg.Mode = config.ModeEnforce
+				h.sync()
+				h.engine.resources[0].cfg.Mode = config.ModeWarn
+				if err := h.dyn.Resource(httpServices).Namespace(ns).Delete(t.Context(), "gone", metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				h.log.reset()
+				rep := h.sync()
+				if cw := childWrites(h.log.reset()); len(cw) != 0 || rep.Orphaned != 2 {
+					t.Errorf("warn mode with a parent gone: orphaned %d, child writes %v; want 2, none", rep.Orphaned, cw)
+				}
+				h.mustGet(deployments, ns, "gone")
+			}
 		})
 	}
 }

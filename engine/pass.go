@@ -191,6 +191,9 @@ func (e *Engine) plan(rs *resourceState, parents []*unstructured.Unstructured, k
 	}
 	// Children whose parent is gone, or no longer wants them.
 	orphans := &job{since: now}
+	if rs.cfg.Mode == config.ModeWarn {
+		orphans.withheld = desired.WithheldWarn
+	}
 	byParent := map[types.UID]*job{}
 	for _, j := range jobs {
 		byParent[j.parent.GetUID()] = j
