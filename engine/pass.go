@@ -214,7 +214,7 @@ func (e *Engine) plan(rs *resourceState, parents []*unstructured.Unstructured, k
 		rep.count(c.key.Kind, stateOrphaned)
 		e.countDrift(rs, c.key.Kind, reasonOrphaned)
 		seenDrift[k] = firstSeen(rs, k, now)
-		rep.Drifts = append(rep.Drifts, Drift{Object: k.String(), Reason: reasonOrphaned, Live: e.liveFields(c, nil)})
+		e.noteDrift(rep, Drift{Object: k.String(), Reason: reasonOrphaned, Live: e.liveFields(c, nil)})
 		j.prunes = append(j.prunes, &op{kind: OpDelete, key: k, gvr: c.gvr, live: c})
 	}
 	rs.driftSince = seenDrift
@@ -287,14 +287,14 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 		case live == nil:
 			rep.count(k.Kind, stateMissing)
 			e.countDrift(rs, k.Kind, reasonMissing)
-			rep.Drifts = append(rep.Drifts, Drift{Object: k.String(), Reason: reasonMissing, Desired: norm})
+			e.noteDrift(rep, Drift{Object: k.String(), Reason: reasonMissing, Desired: norm})
 			j.ops = append(j.ops, &op{kind: OpCreate, key: k, gvr: gvr, desired: d, fp: fp})
 		case live.controller != "" && live.controller != p.GetUID():
 			// Left by an earlier parent of the same name: remove it first;
 			// a later pass creates the new one.
 			rep.count(k.Kind, stateOrphaned)
 			e.countDrift(rs, k.Kind, reasonOrphaned)
-			rep.Drifts = append(rep.Drifts, Drift{Object: k.String(), Reason: reasonOrphaned, Live: e.liveFields(live, nil)})
+			e.noteDrift(rep, Drift{Object: k.String(), Reason: reasonOrphaned, Live: e.liveFields(live, nil)})
 			j.prunes = append(j.prunes, &op{kind: OpDelete, key: k, gvr: gvr, live: live})
 			j.pending++
 		case e.cfg.DriftCheck == config.DriftCheckServer,
@@ -307,7 +307,7 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 		case (!live.owned || live.fingerprint != fp) && !e.isNoop(rs, live, fp):
 			rep.count(k.Kind, stateDrifted)
 			e.countDrift(rs, k.Kind, reasonChanged)
-			rep.Drifts = append(rep.Drifts, Drift{Object: k.String(), Reason: reasonChanged, Live: e.liveFields(live, d), Desired: norm})
+			e.noteDrift(rep, Drift{Object: k.String(), Reason: reasonChanged, Live: e.liveFields(live, d), Desired: norm})
 			j.ops = append(j.ops, &op{kind: OpUpdate, key: k, gvr: gvr, desired: d, fp: fp, live: live})
 			j.children = append(j.children, live)
 		default:
@@ -325,6 +325,15 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 	// HorizontalPodAutoscaler after autoscaling is switched off, are left
 	// for the orphan sweep in plan, which sees they are unclaimed.
 	return j
+}
+
+// noteDrift keeps d in the report when the engine keeps whole objects (for
+// `resyncd diff`); a daemon's passes keep only counts, so that a cold start
+// over thousands of parents does not hold every rendered child at once.
+func (e *Engine) noteDrift(rep *ResourceReport, d Drift) {
+	if e.keepFields {
+		rep.Drifts = append(rep.Drifts, d)
+	}
 }
 
 // liveFields returns, for the report, what live holds at the fields that

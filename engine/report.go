@@ -30,7 +30,8 @@ type ResourceReport struct {
 	Failed int
 	// Stalled counts the parents blocked by a permanent error.
 	Stalled int
-	// Drifts are the drifted, missing and orphaned children, for `resyncd diff`.
+	// Drifts are the drifted, missing and orphaned children; kept only with
+	// Options.KeepFields, for `resyncd diff`.
 	Drifts []Drift
 	// Duration is how long the pass took.
 	Duration time.Duration

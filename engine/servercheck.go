@@ -47,7 +47,7 @@ func (e *Engine) checkOnServer(ctx context.Context, rs *resourceState, jobs []*j
 				}
 				rep.count(o.key.Kind, stateDrifted)
 				e.countDrift(rs, o.key.Kind, reasonChanged)
-				rep.Drifts = append(rep.Drifts, Drift{Object: o.key.String(), Reason: reasonChanged, Live: e.liveFields(o.live, o.desired), Desired: o.norm})
+				e.noteDrift(rep, Drift{Object: o.key.String(), Reason: reasonChanged, Live: e.liveFields(o.live, o.desired), Desired: o.norm})
 				j.ops = append(j.ops, o)
 				return nil
 			})
