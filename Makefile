@@ -32,6 +32,12 @@ test: bins ## Run every test against a real kube-apiserver + etcd
 	go test $(GO_TEST_FLAGS) ./... || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
 	@$(MAKE) --no-print-directory reap
 
+.PHONY: test-drills
+test-drills: bins ## The drills on a living local cluster, then the config and renderer fuzzers for 30 s each (make test runs the drills too)
+	go test -count=1 $(GO_TEST_FLAGS) ./drills || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
+	go test -run '^$$' -fuzz FuzzLoad -fuzztime 30s ./config
+	go test -run '^$$' -fuzz FuzzRender -fuzztime 30s ./desired
+
 .PHONY: run
 run: bins build ## Start a local cluster (fake nodes), install the CRD and samples, run resyncd against it (Ctrl-C stops all)
 	go build -o bin/devcluster ./cmd/devcluster
@@ -62,7 +68,7 @@ lint: $(GOLANGCI_LINT) ## golangci-lint (.golangci.yml: errorlint, revive, stati
 
 .PHONY: reap
 reap: # Stop control-plane processes of this checkout that a killed test left behind, API server first
-	@for p in kube-apiserver etcd; do \
+	@for p in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do \
 		pat='^$(CURDIR)/bin/'$$p' '; \
 		pgrep -f "$$pat" >/dev/null || continue; \
 		echo "reap: stopping a leftover $$p"; pkill -TERM -f "$$pat" || true; \

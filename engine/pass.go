@@ -136,13 +136,19 @@ func (e *Engine) pass(ctx context.Context, rs *resourceState, rep *ResourceRepor
 }
 
 // readParents LISTs the parents in scope. Parents outside the label
-// selector are read too, so that their children are never taken for
-// orphans; known holds every parent's UID.
+// selector, or being deleted, are read too, so that their children are
+// never taken for orphans, but get no work; known holds every parent's UID.
 func (e *Engine) readParents(ctx context.Context, rs *resourceState) ([]*unstructured.Unstructured, map[types.UID]bool, error) {
 	var parents []*unstructured.Unstructured
 	known := map[types.UID]bool{}
 	kind, err := e.reader.Parents(ctx, rs.gvr, rs.cfg.Namespaces, func(u *unstructured.Unstructured) error {
 		known[u.GetUID()] = true
+		if u.GetDeletionTimestamp() != nil {
+			// Being deleted: the garbage collector removes its children (in
+			// the foreground, before the parent). Re-creating them would
+			// fight it, and the status is of no more use.
+			return nil
+		}
 		if !rs.selector.Matches(labels.Set(u.GetLabels())) {
 			return nil
 		}

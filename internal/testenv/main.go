@@ -18,7 +18,13 @@ import (
 // Ctrl-C on the terminal does not reach them: Main catches SIGINT and SIGTERM
 // and stops them before exiting.
 func Main(m *testing.M, env **Env) {
-	e, err := Start(Options{})
+	MainWith(m, env, Options{})
+}
+
+// MainWith is Main with a control plane started with opts, for example a
+// whole Cluster.
+func MainWith(m *testing.M, env **Env, opts Options) {
+	e, err := Start(opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
 		os.Exit(1)

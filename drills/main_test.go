@@ -1,0 +1,122 @@
+package drills
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/resyncd/resyncd/config"
+	"github.com/resyncd/resyncd/desired"
+	"github.com/resyncd/resyncd/engine"
+	"github.com/resyncd/resyncd/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.MainWith(m, &env, testenv.Options{Cluster: true, Nodes: 3}) }
+
+var httpServices = schema.GroupVersionResource{Group: "resyncd.io", Version: "v1alpha1", Resource: "httpservices"}
+
+// drill is resyncd's engine on the cluster, watching one namespace, with
+// its warnings and errors captured.
+type drill struct {
+	t      *testing.T
+	ns     string
+	engine *engine.Engine
+	dyn    dynamic.Interface
+	cs     kubernetes.Interface
+	logs   *observer.ObservedLogs
+}
+
+func newDrill(t *testing.T, ns string) *drill {
+	t.Helper()
+	cs := kubernetes.NewForConfigOrDie(env.Config)
+	if _, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	r := config.DefaultResource()
+	r.Group, r.Version, r.Resource, r.Renderer = "resyncd.io", "v1alpha1", "httpservices", desired.HTTPServiceRendererName
+	r.Namespaces = []string{ns}
+	cfg.Resources = []config.Resource{r}
+	core, logs := observer.New(zapcore.WarnLevel)
+	eng, err := engine.New(&cfg, engine.Options{Client: dynamic.NewForConfigOrDie(env.Config), Renderers: desired.DefaultRegistry(),
+		Metrics: engine.NewMetrics(prometheus.NewRegistry()), Log: zap.New(core)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &drill{t: t, ns: ns, engine: eng, dyn: dynamic.NewForConfigOrDie(env.Config), cs: cs, logs: logs}
+}
+
+func (d *drill) pass() engine.ResourceReport {
+	d.t.Helper()
+	rep, err := d.engine.SyncOnce(d.t.Context())
+	if err != nil {
+		d.t.Fatalf("pass: %v", err)
+	}
+	return rep.Resources[0]
+}
+
+func (d *drill) createParent(name string, spec map[string]any) {
+	d.t.Helper()
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "resyncd.io/v1alpha1", "kind": "HttpService",
+		"metadata": map[string]any{"name": name, "namespace": d.ns}, "spec": spec,
+	}}
+	if _, err := d.dyn.Resource(httpServices).Namespace(d.ns).Create(d.t.Context(), u, metav1.CreateOptions{}); err != nil {
+		d.t.Fatal(err)
+	}
+}
+
+func (d *drill) parent(name string) *unstructured.Unstructured {
+	d.t.Helper()
+	u, err := d.dyn.Resource(httpServices).Namespace(d.ns).Get(d.t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return u
+}
+
+// until runs passes every interval until cond holds or timeout ends.
+func (d *drill) until(what string, interval, timeout time.Duration, cond func() bool) {
+	d.t.Helper()
+	err := wait.PollUntilContextTimeout(d.t.Context(), interval, timeout, true, func(context.Context) (bool, error) {
+		d.pass()
+		return cond(), nil
+	})
+	if err != nil {
+		d.t.Fatalf("%s: not within %s: %v", what, timeout, err)
+	}
+}
+
+// warnings returns what resyncd logged at Warn or above.
+func (d *drill) warnings() []string {
+	var out []string
+	for _, e := range d.logs.All() {
+		out = append(out, fmt.Sprintf("%s %s %v", e.Level, e.Message, e.ContextMap()))
+	}
+	return out
+}
+
+func conditionOf(u *unstructured.Unstructured, typ string) string {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m := c.(map[string]any); m["type"] == typ {
+			return fmt.Sprintf("%s/%s", m["status"], m["reason"])
+		}
+	}
+	return ""
+}
