@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
 
 	"github.com/resyncd/resyncd/config"
 	"github.com/resyncd/resyncd/desired"
@@ -39,6 +41,7 @@ type drill struct {
 	dyn    dynamic.Interface
 	cs     kubernetes.Interface
 	logs   *observer.ObservedLogs
+	reg    *prometheus.Registry
 }
 
 func newDrill(t *testing.T, ns string) *drill {
@@ -53,12 +56,15 @@ func newDrill(t *testing.T, ns string) *drill {
 	r.Namespaces = []string{ns}
 	cfg.Resources = []config.Resource{r}
 	core, logs := observer.New(zapcore.WarnLevel)
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
+	b.StartRecordingToSink(t.Context().Done())
+	reg := prometheus.NewRegistry()
 	eng, err := engine.New(&cfg, engine.Options{Client: dynamic.NewForConfigOrDie(env.Config), Renderers: desired.DefaultRegistry(),
-		Metrics: engine.NewMetrics(prometheus.NewRegistry()), Log: zap.New(core)})
+		Metrics: engine.NewMetrics(reg), Log: zap.New(core), Events: b.NewRecorder(scheme.Scheme, "resyncd")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &drill{t: t, ns: ns, engine: eng, dyn: dynamic.NewForConfigOrDie(env.Config), cs: cs, logs: logs}
+	return &drill{t: t, ns: ns, engine: eng, dyn: dynamic.NewForConfigOrDie(env.Config), cs: cs, logs: logs, reg: reg}
 }
 
 func (d *drill) pass() engine.ResourceReport {

@@ -52,10 +52,16 @@ type resourceState struct {
 	// memory holds no entry of an object that changed or went away.
 	noopMu    sync.Mutex
 	nextNoops map[noopKey]bool
-	// driftSince is when each drifted child was first seen drifted.
-	driftSince map[childKey]time.Time
+	// drift is what the last pass saw of each drifted child.
+	drift map[childKey]driftRecord
 	// parentKind is the kind of the parents, learnt from the first LIST.
 	parentGVK schema.GroupVersionKind
+}
+
+// driftRecord is how long a child has been found drifted, pass after pass.
+type driftRecord struct {
+	since  time.Time // first pass of the run that found it drifted
+	passes int       // passes in a row that found it drifted
 }
 
 type noopKey struct {
@@ -119,7 +125,7 @@ func New(cfg *config.Config, opts Options) (*Engine, error) {
 		gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
 		rs := &resourceState{
 			cfg: r, name: resourceName(gvr), gvr: gvr, renderer: rd, selector: sel,
-			noops: map[noopKey]bool{}, driftSince: map[childKey]time.Time{},
+			noops: map[noopKey]bool{}, drift: map[childKey]driftRecord{},
 		}
 		e.resources = append(e.resources, rs)
 		e.metrics.initialize(rs)

@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"strings"
+
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -47,4 +50,20 @@ func truncate(s string) string {
 		return s
 	}
 	return s[:maxNote-3] + "..."
+}
+
+// recordFights emits one Warning Event per child that another writer has
+// changed fightPasses passes in a row: resyncd puts it back once per pass,
+// and only a person can find and stop the other writer.
+func (e *Engine) recordFights(j *job) {
+	if e.events == nil || j.withheld != "" {
+		return
+	}
+	for _, k := range j.fights {
+		e.events.Eventf(j.parent, nil, corev1.EventTypeWarning, "DriftRecurring", "Repair",
+			"%s was changed by another writer in %d passes in a row; resyncd puts it back once per pass. "+
+				"To find the writer: kubectl get %s %s -n %s --show-managed-fields -o yaml",
+			k, fightPasses, strings.ToLower(k.Kind), k.Name, k.Namespace)
+		e.log.Warn("Drift recurring", zap.String("object", k.String()), zap.Int("passes", fightPasses))
+	}
 }

@@ -80,6 +80,7 @@ func (e *Engine) runJob(ctx context.Context, r *run, j *job) {
 	}
 	if j.parent != nil {
 		e.writeStatus(ctx, r, j)
+		e.recordFights(j)
 	}
 	for _, o := range j.prunes {
 		if !r.rs.cfg.Prune {

@@ -48,6 +48,10 @@ const (
 	reasonOrphaned = "orphaned"
 )
 
+// fightPasses is how many passes in a row must find a child changed
+// before resyncd says, once, that another writer keeps changing it.
+const fightPasses = 3
+
 // Child states, the values of the state label of resyncd_managed_objects.
 const (
 	stateInSync   = "in_sync"
@@ -75,7 +79,8 @@ type job struct {
 	priority int32
 	ops      []*op
 	prunes   []*op
-	checks   []*op // driftCheck server: children to dry-run
+	checks   []*op      // driftCheck server: children to dry-run
+	fights   []childKey // children changed by another writer fightPasses passes in a row
 
 	children []*liveChild // live children, for the status
 	failure  *desired.Failure
@@ -189,7 +194,7 @@ func (e *Engine) plan(rs *resourceState, parents []*unstructured.Unstructured, k
 	children map[childKey]*liveChild, rep *ResourceReport) []*job {
 	now := e.now()
 	claimed := map[childKey]bool{}
-	seenDrift := map[childKey]time.Time{}
+	seenDrift := map[childKey]driftRecord{}
 	var jobs []*job
 	for _, p := range parents {
 		j := e.planParent(rs, p, children, claimed, seenDrift, now, rep)
@@ -219,11 +224,11 @@ func (e *Engine) plan(rs *resourceState, parents []*unstructured.Unstructured, k
 		}
 		rep.count(c.key.Kind, stateOrphaned)
 		e.countDrift(rs, c.key.Kind, reasonOrphaned)
-		seenDrift[k] = firstSeen(rs, k, now)
+		seenDrift[k] = nextDrift(rs, k, now)
 		e.noteDrift(rep, Drift{Object: k.String(), Reason: reasonOrphaned, Live: e.liveFields(c, nil)})
 		j.prunes = append(j.prunes, &op{kind: OpDelete, key: k, gvr: c.gvr, live: c})
 	}
-	rs.driftSince = seenDrift
+	rs.drift = seenDrift
 	if len(orphans.prunes) > 0 {
 		jobs = append(jobs, orphans)
 	}
@@ -254,7 +259,7 @@ func sortJobs(jobs []*job) {
 }
 
 func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, children map[childKey]*liveChild,
-	claimed map[childKey]bool, seenDrift map[childKey]time.Time, now time.Time, rep *ResourceReport) *job {
+	claimed map[childKey]bool, seenDrift map[childKey]driftRecord, now time.Time, rep *ResourceReport) *job {
 	j := &job{parent: p, priority: parentPriority(p), since: now}
 	if paused, _, _ := unstructured.NestedBool(p.Object, "spec", "paused"); paused {
 		j.withheld = desired.WithheldPaused
@@ -316,15 +321,18 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 			e.noteDrift(rep, Drift{Object: k.String(), Reason: reasonChanged, Live: e.liveFields(live, d), Desired: norm})
 			j.ops = append(j.ops, &op{kind: OpUpdate, key: k, gvr: gvr, desired: d, fp: fp, live: live})
 			j.children = append(j.children, live)
+			if nextDrift(rs, k, now).passes == fightPasses {
+				j.fights = append(j.fights, k)
+			}
 		default:
 			rep.count(k.Kind, stateInSync)
 			j.children = append(j.children, live)
 			continue
 		}
-		since := firstSeen(rs, k, now)
-		seenDrift[k] = since
-		if since.Before(j.since) {
-			j.since = since
+		rec := nextDrift(rs, k, now)
+		seenDrift[k] = rec
+		if rec.since.Before(j.since) {
+			j.since = rec.since
 		}
 	}
 	// Children of this parent that it no longer renders, for example the
@@ -362,11 +370,14 @@ func (e *Engine) liveFields(live *liveChild, desired *unstructured.Unstructured)
 	return m
 }
 
-func firstSeen(rs *resourceState, k childKey, now time.Time) time.Time {
-	if t, ok := rs.driftSince[k]; ok {
-		return t
+// nextDrift is the record of k after this pass found it drifted too.
+func nextDrift(rs *resourceState, k childKey, now time.Time) driftRecord {
+	rec, ok := rs.drift[k]
+	if !ok {
+		return driftRecord{since: now, passes: 1}
 	}
-	return now
+	rec.passes++
+	return rec
 }
 
 func parentPriority(p *unstructured.Unstructured) int32 {
