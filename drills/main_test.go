@@ -46,6 +46,12 @@ type drill struct {
 
 func newDrill(t *testing.T, ns string) *drill {
 	t.Helper()
+	return newDrillWith(t, ns, func(*config.Config) {})
+}
+
+// newDrillWith is newDrill with the configuration edited by edit.
+func newDrillWith(t *testing.T, ns string, edit func(*config.Config)) *drill {
+	t.Helper()
 	cs := kubernetes.NewForConfigOrDie(env.Config)
 	if _, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -55,6 +61,7 @@ func newDrill(t *testing.T, ns string) *drill {
 	r.Group, r.Version, r.Resource, r.Renderer = "resyncd.io", "v1alpha1", "httpservices", desired.HTTPServiceRendererName
 	r.Namespaces = []string{ns}
 	cfg.Resources = []config.Resource{r}
+	edit(&cfg)
 	core, logs := observer.New(zapcore.WarnLevel)
 	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
 	b.StartRecordingToSink(t.Context().Done())
