@@ -3,6 +3,8 @@ package drills
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -28,7 +30,42 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) { testenv.MainWith(m, &env, testenv.Options{Cluster: true, Nodes: 3}) }
+// auditLog is the API server's record of every child and status write, by
+// user, for the drills that must prove from the server's side who wrote.
+var auditLog string
+
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    verbs: [create, update, patch, delete]
+    resources:
+      - {group: apps, resources: [deployments]}
+      - {group: "", resources: [services]}
+      - {group: autoscaling, resources: [horizontalpodautoscalers]}
+      - {group: resyncd.io, resources: [httpservices/status]}
+  - level: None
+`
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "resyncd-drills-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	auditLog = filepath.Join(dir, "audit.log")
+	testenv.MainWith(m, &env, testenv.Options{
+		Cluster: true, Nodes: 3,
+		APIServerArgs: map[string]string{"audit-policy-file": policy, "audit-log-path": auditLog},
+		AfterStop:     func() { _ = os.RemoveAll(dir) },
+	})
+}
 
 var httpServices = schema.GroupVersionResource{Group: "resyncd.io", Version: "v1alpha1", Resource: "httpservices"}
 

@@ -33,6 +33,9 @@ type Options struct {
 	Cluster bool
 	// Nodes is the number of fake nodes of a Cluster; 0 means 3.
 	Nodes int
+	// AfterStop, when set, runs once the control plane is stopped, for
+	// what the caller made for it (an audit policy, say).
+	AfterStop func()
 }
 
 // Env is a running control plane.
@@ -42,6 +45,7 @@ type Env struct {
 	env        *envtest.Environment
 	components []*component
 	clusterDir string
+	afterStop  func()
 }
 
 // Start builds nothing: it starts etcd and kube-apiserver from the binaries
@@ -93,7 +97,7 @@ func Start(opts Options) (*Env, error) {
 		// fails (the CRD install, say).
 		return nil, errors.Join(fmt.Errorf("start control plane: %w", err), te.Stop())
 	}
-	e := &Env{Config: cfg, env: te}
+	e := &Env{Config: cfg, env: te, afterStop: opts.AfterStop}
 	if opts.Cluster {
 		nodes := opts.Nodes
 		if nodes == 0 {
@@ -113,7 +117,12 @@ func (e *Env) Stop() error {
 	if e == nil || e.env == nil {
 		return nil
 	}
-	return errors.Join(e.stopCluster(), e.env.Stop())
+	err := errors.Join(e.stopCluster(), e.env.Stop())
+	if e.afterStop != nil {
+		e.afterStop()
+		e.afterStop = nil
+	}
+	return err
 }
 
 // Kubeconfig returns a kubeconfig for Config, with the client certificate
@@ -130,6 +139,15 @@ func (e *Env) AddUser(name string, groups ...string) (*rest.Config, error) {
 		return nil, fmt.Errorf("add user %s: %w", name, err)
 	}
 	return u.Config(), nil
+}
+
+// AddUserKubeconfig is AddUser as a kubeconfig, for a process.
+func (e *Env) AddUserKubeconfig(name string, groups ...string) ([]byte, error) {
+	u, err := e.env.AddUser(envtest.User{Name: name, Groups: groups}, rest.CopyConfig(e.Config))
+	if err != nil {
+		return nil, fmt.Errorf("add user %s: %w", name, err)
+	}
+	return u.KubeConfig()
 }
 
 // RepoRoot returns the repository root: the nearest directory at or above

@@ -1,0 +1,218 @@
+package drills
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// process is a resyncd process whose log lines are kept.
+type process struct {
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	log  []string
+	done chan struct{}
+}
+
+func startResyncd(t *testing.T, bin string, args ...string) *process {
+	t.Helper()
+	p := &process{cmd: exec.Command(bin, args...), done: make(chan struct{})}
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		s := bufio.NewScanner(stderr)
+		for s.Scan() {
+			p.mu.Lock()
+			p.log = append(p.log, s.Text())
+			p.mu.Unlock()
+		}
+		_ = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
+// await waits until a log line contains s and returns when it was seen.
+func (p *process) await(t *testing.T, s string, timeout time.Duration) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		p.mu.Lock()
+		for _, l := range p.log {
+			if strings.Contains(l, s) {
+				p.mu.Unlock()
+				return time.Now()
+			}
+		}
+		p.mu.Unlock()
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t.Fatalf("no log line with %q within %s:\n%s", s, timeout, strings.Join(p.log, "\n"))
+	return time.Time{}
+}
+
+// auditedWrites returns, per user, the times the API server received the
+// successful writes it recorded in namespace.
+func auditedWrites(t *testing.T, namespace string) map[string][]time.Time {
+	t.Helper()
+	f, err := os.Open(auditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string][]time.Time{}
+	dec := json.NewDecoder(f)
+	for {
+		var ev struct {
+			Stage     string                    `json:"stage"`
+			User      struct{ Username string } `json:"user"`
+			ObjectRef struct {
+				Namespace string `json:"namespace"`
+			} `json:"objectRef"`
+			ResponseStatus struct {
+				Code int `json:"code"`
+			} `json:"responseStatus"`
+			Received metav1.MicroTime `json:"requestReceivedTimestamp"`
+		}
+		if err := dec.Decode(&ev); err == io.EOF {
+			return out
+		} else if err != nil {
+			t.Fatalf("audit log: %v", err)
+		}
+		if ev.Stage == "ResponseComplete" && ev.ObjectRef.Namespace == namespace && ev.ResponseStatus.Code < 300 {
+			out[ev.User.Username] = append(out[ev.User.Username], ev.Received.Time)
+		}
+	}
+}
+
+// TestLeaderFailover: two resyncd processes with leader election; kill -9
+// the leader; the other leads within the lease duration plus one pass, and
+// the API server's audit log shows that the two never wrote at the same
+// time.
+func TestLeaderFailover(t *testing.T) {
+	bin := buildResyncd(t)
+	d := newDrill(t, "failover")
+	for i := range 4 {
+		d.createParent(fmt.Sprintf("app-%d", i), map[string]any{"image": "nginx:1.27", "port": int64(8080), "replicas": int64(2)})
+	}
+	d.pass()
+
+	// Another writer keeps changing replicas: the leader has work every pass.
+	ctx, stopRogue := context.WithCancel(t.Context())
+	defer stopRogue()
+	go func() {
+		force := true
+		patch := []byte(`{"apiVersion":"apps/v1","kind":"Deployment","spec":{"replicas":5}}`)
+		_ = wait.PollUntilContextCancel(ctx, 300*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			for i := range 4 {
+				_, _ = d.cs.AppsV1().Deployments("failover").Patch(ctx, fmt.Sprintf("app-%d", i), types.ApplyPatchType, patch,
+					metav1.PatchOptions{FieldManager: "rogue", Force: &force})
+			}
+			return false, nil
+		})
+	}()
+
+	const leaseDuration, interval = 4 * time.Second, time.Second
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	body := fmt.Sprintf(`leaderElection: {enabled: true, namespace: failover, leaseName: resyncd-drill, leaseDuration: %s, renewDeadline: 3s, retryPeriod: 500ms}
+metrics: {address: "127.0.0.1:0"}
+health: {address: "127.0.0.1:0"}
+resources:
+  - {group: resyncd.io, version: v1alpha1, resource: httpservices, renderer: httpservice, interval: %s, namespaces: [failover]}
+`, leaseDuration, interval)
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var procs []*process
+	for _, user := range []string{"resyncd-a", "resyncd-b"} {
+		kc, err := env.AddUserKubeconfig(user, "system:masters")
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, user+".kubeconfig")
+		if err := os.WriteFile(path, kc, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, startResyncd(t, bin, "run", "--config", cfg, "--kubeconfig", path))
+		if user == "resyncd-a" {
+			procs[0].await(t, `"msg":"Leading"`, 20*time.Second)
+		}
+	}
+	a, b := procs[0], procs[1]
+	b.await(t, `"msg":"Following"`, 20*time.Second)
+	time.Sleep(3 * time.Second)
+
+	killed := time.Now()
+	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-a.done
+	led := b.await(t, `"msg":"Leading"`, 2*leaseDuration+5*time.Second)
+	time.Sleep(3 * time.Second)
+	stopRogue()
+	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-b.done
+
+	writes := auditedWrites(t, "failover")
+	aw, bw := writes["resyncd-a"], writes["resyncd-b"]
+	if len(aw) == 0 || len(bw) == 0 {
+		t.Fatalf("writes by the first leader %d, by the second %d: both must have written", len(aw), len(bw))
+	}
+	lastA, firstB := aw[len(aw)-1], bw[0]
+	for _, w := range aw {
+		lastA = maxTime(lastA, w)
+	}
+	for _, w := range bw {
+		firstB = minTime(firstB, w)
+	}
+	if !firstB.After(lastA) {
+		t.Errorf("the second leader wrote at %s, before the first leader's last write at %s: both wrote at once", firstB, lastA)
+	}
+	if took := firstB.Sub(killed); took > leaseDuration+interval+time.Second {
+		t.Errorf("the second leader's first write came %s after the kill, more than the lease (%s) plus one pass (%s)", took, leaseDuration, interval)
+	}
+	t.Logf("kill -9 of the leader; the follower led after %s and wrote after %s; %d and %d writes",
+		led.Sub(killed).Round(time.Millisecond), firstB.Sub(killed).Round(time.Millisecond), len(aw), len(bw))
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
