@@ -196,8 +196,13 @@ resources:
 	if !firstB.After(lastA) {
 		t.Errorf("the second leader wrote at %s, before the first leader's last write at %s: both wrote at once", firstB, lastA)
 	}
-	if took := firstB.Sub(killed); took > leaseDuration+interval+time.Second {
-		t.Errorf("the second leader's first write came %s after the kill, more than the lease (%s) plus one pass (%s)", took, leaseDuration, interval)
+	// The lease runs out at most leaseDuration after the kill; the follower
+	// notices at its next try (retryPeriod with client-go's jitter of 1.2:
+	// at most 1.1 s); its first pass writes within one interval; the rest is
+	// for the requests themselves on a busy 2-core machine.
+	if bound := leaseDuration + 1100*time.Millisecond + interval + 900*time.Millisecond; firstB.Sub(killed) > bound {
+		t.Errorf("the second leader's first write came %s after the kill, more than %s: the lease (%s), a retry, one pass (%s)",
+			firstB.Sub(killed), bound, leaseDuration, interval)
 	}
 	t.Logf("kill -9 of the leader; the follower led after %s and wrote after %s; %d and %d writes",
 		led.Sub(killed).Round(time.Millisecond), firstB.Sub(killed).Round(time.Millisecond), len(aw), len(bw))
