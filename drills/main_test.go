@@ -73,6 +73,7 @@ var httpServices = schema.GroupVersionResource{Group: "resyncd.io", Version: "v1
 // its warnings and errors captured.
 type drill struct {
 	t      *testing.T
+	env    *testenv.Env
 	ns     string
 	engine *engine.Engine
 	dyn    dynamic.Interface
@@ -88,6 +89,12 @@ func newDrill(t *testing.T, ns string) *drill {
 
 // newDrillWith is newDrill with the configuration edited by edit.
 func newDrillWith(t *testing.T, ns string, edit func(*config.Config)) *drill {
+	t.Helper()
+	return newDrillOn(t, env, ns, edit)
+}
+
+// newDrillOn is newDrillWith on another control plane than the shared one.
+func newDrillOn(t *testing.T, env *testenv.Env, ns string, edit func(*config.Config)) *drill {
 	t.Helper()
 	cs := kubernetes.NewForConfigOrDie(env.Config)
 	if _, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -108,7 +115,7 @@ func newDrillWith(t *testing.T, ns string, edit func(*config.Config)) *drill {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &drill{t: t, ns: ns, engine: eng, dyn: dynamic.NewForConfigOrDie(env.Config), cs: cs, logs: logs, reg: reg}
+	return &drill{t: t, env: env, ns: ns, engine: eng, dyn: dynamic.NewForConfigOrDie(env.Config), cs: cs, logs: logs, reg: reg}
 }
 
 func (d *drill) pass() engine.ResourceReport {

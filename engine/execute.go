@@ -108,6 +108,14 @@ func (e *Engine) admit(r *run, j *job, o *op) bool {
 	return true
 }
 
+// mayLog says whether another write error may be logged in this pass.
+func (r *run) mayLog() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logged++
+	return r.logged <= maxLoggedErrors
+}
+
 func (r *run) add(f func(*ResourceReport)) {
 	r.mu.Lock()
 	f(r.rep)
@@ -181,17 +189,19 @@ func (e *Engine) settle(r *run, j *job, o *op, result *unstructured.Unstructured
 		return "success"
 	}
 	j.pending++
-	r.add(func(rep *ResourceReport) { rep.Failed++ })
-	if !isTransient(err) && j.parent != nil && j.failure == nil {
+	transient := isTransient(err)
+	r.add(func(rep *ResourceReport) {
+		rep.Failed++
+		if transient {
+			rep.Transient++
+		}
+	})
+	if !transient && j.parent != nil && j.failure == nil {
 		j.failure = &desired.Failure{Reason: failureReason(err), Message: fmt.Sprintf("%s %s: %s", o.kind, o.key, apiMessage(err))}
 	}
-	r.mu.Lock()
-	log := r.logged < maxLoggedErrors
-	r.logged++
-	r.mu.Unlock()
-	if log {
+	if r.mayLog() {
 		e.log.Warn("Write failed", zap.String("object", o.key.String()), zap.String("operation", string(o.kind)),
-			zap.Bool("transient", isTransient(err)), zap.Error(err))
+			zap.Bool("transient", transient), zap.Error(err))
 	}
 	return "error"
 }
@@ -278,8 +288,15 @@ func (e *Engine) writeStatus(ctx context.Context, r *run, j *job) {
 		outcome = "noop"
 	default:
 		outcome = "error"
-		r.add(func(rep *ResourceReport) { rep.Failed++ })
-		e.log.Warn("Status write failed", zap.String("parent", objectID(j.parent)), zap.Error(err))
+		r.add(func(rep *ResourceReport) {
+			rep.Failed++
+			if isTransient(err) {
+				rep.Transient++
+			}
+		})
+		if r.mayLog() {
+			e.log.Warn("Status write failed", zap.String("parent", objectID(j.parent)), zap.Error(err))
+		}
 	}
 	if m := e.metrics; m != nil {
 		m.applies.WithLabelValues(r.rs.name, j.parent.GetKind(), string(OpStatus), outcome).Inc()

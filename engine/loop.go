@@ -34,8 +34,8 @@ func Every(ctx context.Context, interval time.Duration, f func(context.Context))
 
 // Run runs a pass over each watched resource on the resource's own
 // interval until ctx ends; after each pass it calls done, when not nil,
-// with the resource's index and the pass's error.
-func (e *Engine) Run(ctx context.Context, done func(i int, err error)) {
+// with the resource's index, the pass's report and its error.
+func (e *Engine) Run(ctx context.Context, done func(i int, rep ResourceReport, err error)) {
 	var wg sync.WaitGroup
 	for i, rs := range e.resources {
 		if rs.cfg.Mode == config.ModeOff {
@@ -43,9 +43,9 @@ func (e *Engine) Run(ctx context.Context, done func(i int, err error)) {
 		}
 		wg.Go(func() {
 			Every(ctx, rs.cfg.Interval, func(ctx context.Context) {
-				_, err := e.SyncResource(ctx, i)
+				rep, err := e.SyncResource(ctx, i)
 				if done != nil {
-					done(i, err)
+					done(i, rep, err)
 				}
 			})
 		})

@@ -425,7 +425,7 @@ func (e *Engine) record(rs *resourceState, rep *ResourceReport, err error) {
 		zap.Int("inSync", rep.InSync), zap.Int("drifted", rep.Drifted), zap.Int("missing", rep.Missing), zap.Int("orphaned", rep.Orphaned),
 		zap.Int("created", rep.Created), zap.Int("updated", rep.Updated), zap.Int("deleted", rep.Deleted), zap.Int("statuses", rep.Statuses),
 		zap.Int("noops", rep.NoOps), zap.Int("deferred", rep.Deferred), zap.Int("withheld", rep.Withheld),
-		zap.Int("failed", rep.Failed), zap.Int("stalled", rep.Stalled), zap.Duration("duration", rep.Duration),
+		zap.Int("failed", rep.Failed), zap.Int("transient", rep.Transient), zap.Int("stalled", rep.Stalled), zap.Duration("duration", rep.Duration),
 	}
 	if err != nil {
 		e.log.Warn("Pass failed", append(fields, zap.Error(err))...)

@@ -28,6 +28,10 @@ type ResourceReport struct {
 	Withheld int
 	// Failed counts the writes that failed.
 	Failed int
+	// Transient counts the failed writes that failed for a passing reason
+	// (no answer, 429, 5xx) even after the retries: the API server is
+	// unreachable or overloaded.
+	Transient int
 	// Stalled counts the parents blocked by a permanent error.
 	Stalled int
 	// Drifts are the drifted, missing and orphaned children; kept only with

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/resyncd/resyncd/config"
+	"github.com/resyncd/resyncd/engine"
 )
 
 func metaName(namespace, name string) metav1.ObjectMeta {
@@ -42,7 +43,13 @@ func newHealth(cfg *config.Config) *health {
 	return h
 }
 
-func (h *health) record(i int, err error) {
+// record keeps how the last pass over resource i went: an error, or
+// writes that failed for a passing reason (the API server unreachable or
+// overloaded), make the process unready; a parent stalled for good does not.
+func (h *health) record(i int, rep engine.ResourceReport, err error) {
+	if err == nil && rep.Transient > 0 {
+		err = fmt.Errorf("%d writes failed for a passing reason (API server unreachable or overloaded?)", rep.Transient)
+	}
 	h.mu.Lock()
 	h.last[i], h.done[i] = err, true
 	h.mu.Unlock()

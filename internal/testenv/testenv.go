@@ -46,6 +46,7 @@ type Env struct {
 	components []*component
 	clusterDir string
 	afterStop  func()
+	output     *os.File
 }
 
 // Start builds nothing: it starts etcd and kube-apiserver from the binaries
@@ -97,7 +98,7 @@ func Start(opts Options) (*Env, error) {
 		// fails (the CRD install, say).
 		return nil, errors.Join(fmt.Errorf("start control plane: %w", err), te.Stop())
 	}
-	e := &Env{Config: cfg, env: te, afterStop: opts.AfterStop}
+	e := &Env{Config: cfg, env: te, afterStop: opts.AfterStop, output: opts.Output}
 	if opts.Cluster {
 		nodes := opts.Nodes
 		if nodes == 0 {

@@ -1,0 +1,160 @@
+package drills
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/resyncd/resyncd/config"
+	"github.com/resyncd/resyncd/internal/testenv"
+)
+
+// outageShown says whether /readyz answers 503 because a pass failed
+// (not because none has finished yet).
+func outageShown(readyz string) bool {
+	resp, err := http.Get(readyz)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(body), "failed")
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestAPIServerOutage: kube-apiserver is killed in the middle of a pass
+// over 500 parents and started again. resyncd keeps running, logs the
+// outage in a bounded number of lines per pass, /readyz says so, and the
+// next passes converge with no duplicate and no missing child. It has a
+// control plane of its own: the shared cluster's controllers would take
+// minutes to trust their nodes again after such an outage.
+func TestAPIServerOutage(t *testing.T) {
+	bin := buildResyncd(t)
+	own, err := testenv.Start(testenv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := own.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	}()
+	d := newDrillOn(t, own, "outage", func(*config.Config) {})
+	for i := range 500 {
+		d.createParent(fmt.Sprintf("app-%03d", i), map[string]any{"image": "nginx:1.27", "port": int64(8080)})
+	}
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kc, own.Kubeconfig(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	health := freePort(t)
+	cfg := filepath.Join(dir, "config.yaml")
+	body := fmt.Sprintf(`apply: {qps: 200, burst: 20, batchSize: 100, concurrency: 4}
+metrics: {address: "127.0.0.1:0"}
+health: {address: "127.0.0.1:%d"}
+resources:
+  - {group: resyncd.io, version: v1alpha1, resource: httpservices, renderer: httpservice, interval: 2s, namespaces: [outage]}
+`, health)
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startResyncd(t, bin, "run", "--config", cfg, "--kubeconfig", kc)
+	p.await(t, `"msg":"Applied"`, 30*time.Second)
+
+	restarted := make(chan error, 1)
+	go func() { restarted <- own.RestartAPIServer(4 * time.Second) }()
+	// While it is down, resyncd says it is not ready.
+	sawOutage := false
+	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", health)
+	for done := false; !done; {
+		select {
+		case err := <-restarted:
+			if err != nil {
+				t.Fatalf("restart kube-apiserver: %v", err)
+			}
+			done = true
+		case <-time.After(200 * time.Millisecond):
+			sawOutage = sawOutage || outageShown(readyz)
+		}
+	}
+	// The pass that met the outage ends after the restart: look a little longer.
+	for deadline := time.Now().Add(15 * time.Second); !sawOutage && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		sawOutage = outageShown(readyz)
+	}
+	if !sawOutage {
+		t.Error("/readyz never said that a pass failed while the API server was down")
+	}
+
+	// The next passes converge; the process never died.
+	d.until("all 500 converged", time.Second, 60*time.Second, func() bool {
+		l, err := d.dyn.Resource(httpServices).Namespace("outage").List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		for _, u := range l.Items {
+			if conditionOf(&u, "Ready") == "" || conditionOf(&u, "Reconciling") == "True/WritesPending" {
+				return false
+			}
+		}
+		return true
+	})
+	select {
+	case <-p.done:
+		t.Fatalf("resyncd exited during the outage:\n%s", strings.Join(p.log, "\n"))
+	default:
+	}
+	deps, err := d.cs.AppsV1().Deployments("outage").List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svcs, err := d.cs.CoreV1().Services("outage").List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deps.Items) != 500 || len(svcs.Items) != 500 {
+		t.Errorf("%d Deployments and %d Services, want 500 each", len(deps.Items), len(svcs.Items))
+	}
+	for _, u := range deps.Items {
+		if refs := u.OwnerReferences; len(refs) != 1 {
+			t.Errorf("Deployment %s has %d owner references", u.Name, len(refs))
+		}
+	}
+
+	// Bounded logging: per pass, at most 5 write errors and one pass line.
+	p.mu.Lock()
+	logLines := append([]string(nil), p.log...)
+	p.mu.Unlock()
+	perPass, worst := 0, 0
+	for _, l := range logLines {
+		switch {
+		case strings.Contains(l, `"msg":"Write failed"`) || strings.Contains(l, `"msg":"Status write failed"`):
+			perPass++
+		case strings.Contains(l, `"msg":"Pass finished"`) || strings.Contains(l, `"msg":"Pass failed"`):
+			worst = max(worst, perPass)
+			perPass = 0
+		}
+	}
+	if worst > 5 {
+		t.Errorf("a pass logged %d write errors; at most 5", worst)
+	}
+	failedPasses := strings.Count(strings.Join(logLines, "\n"), `"msg":"Pass failed"`)
+	t.Logf("outage: %d failed passes, at most %d write-error lines in a pass, %d log lines in all", failedPasses, worst, len(logLines))
+}
