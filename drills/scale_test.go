@@ -23,11 +23,11 @@ func TestInvalidInputAtScale(t *testing.T) {
 	for i := range total {
 		name := fmt.Sprintf("app-%04d", i)
 		spec := map[string]any{"image": "nginx:1.27", "port": int64(8080)}
-		switch {
-		case i%20 == 0: // 50 that only the Deployment's own validation rejects
+		switch i % 20 {
+		case 0: // 50 that only the Deployment's own validation rejects
 			spec["resources"] = map[string]any{"requests": map[string]any{"cpu": "2"}, "limits": map[string]any{"cpu": "1"}}
 			invalid[name] = "Invalid"
-		case i%20 == 10: // 50 whose name cannot name a Service
+		case 10: // 50 whose name cannot name a Service
 			name = fmt.Sprintf("app.%04d", i)
 			invalid[name] = "InvalidSpec"
 		}
@@ -78,7 +78,7 @@ func TestInvalidInputAtScale(t *testing.T) {
 	}
 
 	// One Warning Event per invalid parent, not one per pass.
-	perParent := map[string]int{}
+	var perParent map[string]int
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		evs, err := d.cs.EventsV1().Events("scale").List(t.Context(), metav1.ListOptions{})

@@ -28,7 +28,8 @@ const FakeNodeAnnotation = "kwok.x-k8s.io/node"
 type component struct {
 	name string
 	cmd  *exec.Cmd
-	done chan error
+	done chan struct{} // closed when the process has exited
+	err  error         // how it exited, once done is closed
 }
 
 // startCluster starts kube-controller-manager, kube-scheduler and kwok
@@ -100,8 +101,11 @@ func startComponent(path string, args []string, out *os.File) (*component, error
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	c := &component{name: filepath.Base(path), cmd: cmd, done: make(chan error, 1)}
-	go func() { c.done <- cmd.Wait() }()
+	c := &component{name: filepath.Base(path), cmd: cmd, done: make(chan struct{})}
+	go func() {
+		c.err = cmd.Wait()
+		close(c.done)
+	}()
 	return c, nil
 }
 
@@ -111,8 +115,8 @@ func (e *Env) waitForCluster(ctx context.Context, cs kubernetes.Interface, nodes
 	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		for _, c := range e.components {
 			select {
-			case err := <-c.done:
-				return false, fmt.Errorf("%s exited: %v", c.name, err)
+			case <-c.done:
+				return false, fmt.Errorf("%s exited: %w", c.name, c.err)
 			default:
 			}
 		}
