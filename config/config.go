@@ -134,6 +134,15 @@ type Resource struct {
 	Priority int32 `mapstructure:"priority"`
 }
 
+// Name spells the resource as kubectl does, for example
+// httpservices.v1alpha1.resyncd.io; metrics, logs and /readyz use it.
+func (r Resource) Name() string {
+	if r.Group == "" {
+		return r.Resource + "." + r.Version
+	}
+	return r.Resource + "." + r.Version + "." + r.Group
+}
+
 // Default returns the configuration of DESIGN §3 with no watched resource.
 func Default() Config {
 	return Config{

@@ -124,7 +124,7 @@ func New(cfg *config.Config, opts Options) (*Engine, error) {
 		}
 		gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
 		rs := &resourceState{
-			cfg: r, name: resourceName(gvr), gvr: gvr, renderer: rd, selector: sel,
+			cfg: r, name: r.Name(), gvr: gvr, renderer: rd, selector: sel,
 			noops: map[noopKey]bool{}, drift: map[childKey]driftRecord{},
 		}
 		e.resources = append(e.resources, rs)
@@ -146,12 +146,4 @@ func (e *Engine) SyncOnce(ctx context.Context) (Report, error) {
 		}
 	}
 	return rep, joinErrors(errs)
-}
-
-// resourceName spells gvr as kubectl does: httpservices.v1alpha1.resyncd.io.
-func resourceName(gvr schema.GroupVersionResource) string {
-	if gvr.Group == "" {
-		return gvr.Resource + "." + gvr.Version
-	}
-	return gvr.Resource + "." + gvr.Version + "." + gvr.Group
 }

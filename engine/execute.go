@@ -126,10 +126,7 @@ func (r *run) add(f func(*ResourceReport)) {
 func (e *Engine) write(ctx context.Context, r *run, j *job, o *op) {
 	start := e.now()
 	var result *unstructured.Unstructured
-	err := retry.OnError(transientBackoff, isTransient, func() error {
-		if err := e.limiter.Wait(ctx); err != nil {
-			return err
-		}
+	err := e.paced(ctx, func() error {
 		var err error
 		result, err = e.send(ctx, o)
 		return err
@@ -139,6 +136,17 @@ func (e *Engine) write(ctx context.Context, r *run, j *job, o *op) {
 		m.applies.WithLabelValues(r.rs.name, o.key.Kind, string(o.kind), outcome).Inc()
 		m.applyDuration.WithLabelValues(string(o.kind)).Observe(e.now().Sub(start).Seconds())
 	}
+}
+
+// paced makes one write: each try waits for the write limiter, and
+// transient errors are retried with capped backoff.
+func (e *Engine) paced(ctx context.Context, write func() error) error {
+	return retry.OnError(transientBackoff, isTransient, func() error {
+		if err := e.limiter.Wait(ctx); err != nil {
+			return err
+		}
+		return write()
+	})
 }
 
 func (e *Engine) send(ctx context.Context, o *op) (*unstructured.Unstructured, error) {
@@ -270,10 +278,7 @@ func (e *Engine) writeStatus(ctx context.Context, r *run, j *job) {
 		return
 	}
 	start := e.now()
-	err = retry.OnError(transientBackoff, isTransient, func() error {
-		if err := e.limiter.Wait(ctx); err != nil {
-			return err
-		}
+	err = e.paced(ctx, func() error {
 		force := true
 		_, err := e.client.Resource(r.rs.gvr).Namespace(j.parent.GetNamespace()).Patch(ctx, j.parent.GetName(),
 			types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: e.cfg.FieldManager, Force: &force}, "status")

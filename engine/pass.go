@@ -294,6 +294,9 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 			return j
 		}
 		live := children[k]
+		// Tier 1: the fields resyncd applied differ, and the server has not
+		// already found this very difference to change nothing.
+		mismatch := live != nil && (!live.owned || live.fingerprint != fp) && !e.isNoop(rs, live, fp)
 		switch {
 		case live == nil:
 			rep.count(k.Kind, stateMissing)
@@ -308,14 +311,13 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 			e.noteDrift(rep, Drift{Object: k.String(), Reason: reasonOrphaned, Live: e.liveFields(live, nil)})
 			j.prunes = append(j.prunes, &op{kind: OpDelete, key: k, gvr: gvr, live: live})
 			j.pending++
-		case e.cfg.DriftCheck == config.DriftCheckServer,
-			(!live.owned || live.fingerprint != fp) && !e.isNoop(rs, live, fp) && (e.readOnly || j.withheld != ""):
+		case e.cfg.DriftCheck == config.DriftCheckServer, mismatch && (e.readOnly || j.withheld != ""):
 			// Settled by a dry-run in checkOnServer, and counted there: in
 			// server mode always; otherwise when no write may settle it.
 			j.checks = append(j.checks, &op{kind: OpUpdate, key: k, gvr: gvr, desired: d, fp: fp, live: live, norm: norm})
 			j.children = append(j.children, live)
 			continue
-		case (!live.owned || live.fingerprint != fp) && !e.isNoop(rs, live, fp):
+		case mismatch:
 			rep.count(k.Kind, stateDrifted)
 			e.countDrift(rs, k.Kind, reasonChanged)
 			e.noteDrift(rep, Drift{Object: k.String(), Reason: reasonChanged, Live: e.liveFields(live, d), Desired: norm})

@@ -31,11 +31,7 @@ type health struct {
 func newHealth(cfg *config.Config) *health {
 	h := &health{}
 	for _, r := range cfg.Resources {
-		name := r.Resource + "." + r.Version
-		if r.Group != "" {
-			name += "." + r.Group
-		}
-		h.names = append(h.names, name)
+		h.names = append(h.names, r.Name())
 		h.active = append(h.active, r.Mode != config.ModeOff)
 	}
 	h.last = make([]error, len(h.names))
