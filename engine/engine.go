@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/flowcontrol"
@@ -54,6 +55,10 @@ type resourceState struct {
 	nextNoops map[noopKey]bool
 	// drift is what the last pass saw of each drifted child.
 	drift map[childKey]driftRecord
+	// memo is tier 1's result for each child at the resourceVersion the
+	// last pass read; nextMemo is filled by this pass and replaces it, as
+	// nextNoops does.
+	memo, nextMemo map[memoKey]memoEntry
 	// parentKind is the kind of the parents, learnt from the first LIST.
 	parentGVK schema.GroupVersionKind
 }
@@ -62,6 +67,18 @@ type resourceState struct {
 type driftRecord struct {
 	since  time.Time // first pass of the run that found it drifted
 	passes int       // passes in a row that found it drifted
+}
+
+// memoKey is one version of one object: its content cannot differ.
+type memoKey struct {
+	uid             types.UID
+	resourceVersion string
+}
+
+// memoEntry is what reducing a child at one version found.
+type memoEntry struct {
+	owned              bool
+	fingerprint, whole fingerprint
 }
 
 type noopKey struct {
@@ -125,7 +142,7 @@ func New(cfg *config.Config, opts Options) (*Engine, error) {
 		gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
 		rs := &resourceState{
 			cfg: r, name: r.Name(), gvr: gvr, renderer: rd, selector: sel,
-			noops: map[noopKey]bool{}, drift: map[childKey]driftRecord{},
+			noops: map[noopKey]bool{}, drift: map[childKey]driftRecord{}, memo: map[memoKey]memoEntry{},
 		}
 		e.resources = append(e.resources, rs)
 		e.metrics.initialize(rs)

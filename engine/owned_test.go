@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -79,5 +80,50 @@ func TestOwnedMatchesApplied(t *testing.T) {
 	}
 	if cmp.Equal(want, got) {
 		t.Error("an image changed by another manager was not seen")
+	}
+}
+
+// TestReduceChildMemo: a child read again at the same resourceVersion takes
+// its fingerprints from the last pass's memo; at another version they are
+// computed afresh; either way the result is kept for the next pass.
+func TestReduceChildMemo(t *testing.T) {
+	o := newOwner("resyncd")
+	svc := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Service",
+		"metadata": map[string]any{"name": "web", "namespace": "memo", "uid": "u-1", "resourceVersion": "7"},
+		"spec":     map[string]any{"ports": []any{map[string]any{"port": int64(80), "protocol": "TCP"}}},
+	}}
+	services := schema.GroupVersionResource{Version: "v1", Resource: "services"}
+	parentGVK := schema.GroupVersionKind{Group: "resyncd.io", Version: "v1alpha1", Kind: "HttpService"}
+	remembered := memoEntry{owned: true, fingerprint: fingerprint{1}, whole: fingerprint{2}}
+	memo := map[memoKey]memoEntry{{uid: "u-1", resourceVersion: "7"}: remembered}
+
+	next := map[memoKey]memoEntry{}
+	c, err := o.reduceChild(svc, services, parentGVK, false, true, memo, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.owned || c.fingerprint != remembered.fingerprint || c.whole != remembered.whole {
+		t.Errorf("same version: got owned=%v %x %x, want the memo's entry", c.owned, c.fingerprint[:2], c.whole[:2])
+	}
+	if next[memoKey{"u-1", "7"}] != remembered {
+		t.Errorf("next pass's memo = %v, want the entry carried over", next)
+	}
+
+	svc.SetResourceVersion("8")
+	next = map[memoKey]memoEntry{}
+	c, err = o.reduceChild(svc, services, parentGVK, false, true, memo, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := wholeFingerprint(svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.owned || c.whole != want {
+		t.Errorf("new version: owned=%v (no managedFields: want false), whole fingerprint from the memo: %v", c.owned, c.whole != want)
+	}
+	if len(next) != 1 || next[memoKey{"u-1", "8"}].whole != want {
+		t.Errorf("next pass's memo = %v, want only version 8", next)
 	}
 }

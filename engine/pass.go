@@ -117,7 +117,11 @@ func (e *Engine) SyncResource(ctx context.Context, i int) (ResourceReport, error
 
 func (e *Engine) pass(ctx context.Context, rs *resourceState, rep *ResourceReport) error {
 	rs.nextNoops = map[noopKey]bool{}
-	defer func() { rs.noops, rs.nextNoops = rs.nextNoops, nil }()
+	rs.nextMemo = make(map[memoKey]memoEntry, len(rs.memo))
+	defer func() {
+		rs.noops, rs.nextNoops = rs.nextNoops, nil
+		rs.memo, rs.nextMemo = rs.nextMemo, nil
+	}()
 	parents, known, err := e.readParents(ctx, rs)
 	if err != nil {
 		return err
@@ -173,7 +177,7 @@ func (e *Engine) readChildren(ctx context.Context, rs *resourceState) (map[child
 	children := map[childKey]*liveChild{}
 	for _, ct := range rs.renderer.ChildTypes() {
 		err := e.reader.Children(ctx, ct.GVR, rs.cfg.Namespaces, func(u *unstructured.Unstructured) error {
-			c, err := e.owner.reduceChild(u, ct.GVR, rs.parentGVK, e.keepFields, e.cfg.DriftCheck == config.DriftCheckServer)
+			c, err := e.owner.reduceChild(u, ct.GVR, rs.parentGVK, e.keepFields, e.cfg.DriftCheck == config.DriftCheckServer, rs.memo, rs.nextMemo)
 			if err != nil {
 				return err
 			}

@@ -200,7 +200,7 @@ func TestPruneParentGone(t *testing.T) {
 	h.sync()
 	old := h.mustGet(services, "prune", "stale")
 	rs := h.engine.resources[0]
-	live, err := h.engine.owner.reduceChild(old, services, p.GroupVersionKind(), false, false)
+	live, err := h.engine.owner.reduceChild(old, services, p.GroupVersionKind(), false, false, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

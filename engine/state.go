@@ -49,7 +49,10 @@ func (c *liveChild) summary() desired.Child {
 }
 
 // reduceChild keeps what the diff and the status need of a LISTed child.
-func (o *owner) reduceChild(u *unstructured.Unstructured, gvr schema.GroupVersionResource, parentGVK schema.GroupVersionKind, keepFields, whole bool) (*liveChild, error) {
+// Fingerprints found at the same version by the last pass are taken from
+// memo rather than computed again; every result goes to next.
+func (o *owner) reduceChild(u *unstructured.Unstructured, gvr schema.GroupVersionResource, parentGVK schema.GroupVersionKind,
+	keepFields, whole bool, memo, next map[memoKey]memoEntry) (*liveChild, error) {
 	c := &liveChild{
 		key:             keyOf(u),
 		gvr:             gvr,
@@ -65,27 +68,41 @@ func (o *owner) reduceChild(u *unstructured.Unstructured, gvr schema.GroupVersio
 	if st, ok := u.Object["status"].(map[string]any); ok {
 		c.status = st
 	}
-	if whole {
-		var err error
-		if c.whole, err = wholeFingerprint(u); err != nil {
-			return nil, err
-		}
-	}
 	if keepFields {
 		c.object = u
 	}
-	fields, ok, err := o.owned(u)
-	if err != nil {
-		return nil, err
-	}
-	if ok {
-		c.owned = true
-		if c.fingerprint, err = fingerprintOf(fields); err != nil {
+	key := memoKey{uid: c.uid, resourceVersion: c.resourceVersion}
+	m, ok := memo[key]
+	if !ok || (whole && m.whole == fingerprint{}) {
+		var err error
+		if m, err = o.fingerprints(u, whole); err != nil {
 			return nil, err
 		}
-
 	}
+	if next != nil {
+		next[key] = m
+	}
+	c.owned, c.fingerprint, c.whole = m.owned, m.fingerprint, m.whole
 	return c, nil
+}
+
+// fingerprints computes tier 1's fingerprint of u and, if whole is set,
+// the fingerprint driftCheck server compares.
+func (o *owner) fingerprints(u *unstructured.Unstructured, whole bool) (memoEntry, error) {
+	var m memoEntry
+	var err error
+	if whole {
+		if m.whole, err = wholeFingerprint(u); err != nil {
+			return m, err
+		}
+	}
+	fields, ok, err := o.owned(u)
+	if err != nil || !ok {
+		return m, err
+	}
+	m.owned = true
+	m.fingerprint, err = fingerprintOf(fields)
+	return m, err
 }
 
 func groupOf(apiVersion string) string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 
@@ -19,13 +20,21 @@ type globals struct {
 	logLevel   string
 	logFormat  string
 	stdout     io.Writer
+	profiles   profiles
 }
 
 func run(ctx context.Context, args []string) error {
-	return newRootCommand(os.Stdout, os.Stderr, args).ExecuteContext(ctx)
+	root, g := newRoot(os.Stdout, os.Stderr, args)
+	err := root.ExecuteContext(ctx)
+	return errors.Join(err, g.profiles.stop())
 }
 
 func newRootCommand(stdout, stderr io.Writer, args []string) *cobra.Command {
+	root, _ := newRoot(stdout, stderr, args)
+	return root
+}
+
+func newRoot(stdout, stderr io.Writer, args []string) (*cobra.Command, *globals) {
 	g := &globals{stdout: stdout}
 	root := &cobra.Command{
 		Use:   "resyncd",
@@ -34,6 +43,9 @@ func newRootCommand(stdout, stderr io.Writer, args []string) *cobra.Command {
 			"should have, and repairs every difference with server-side apply. No informers, no watches.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			return g.profiles.start()
+		},
 	}
 	f := root.PersistentFlags()
 	f.StringVar(&g.configPath, "config", envOr("RESYNCD_CONFIG", DefaultConfigPath), "configuration file ($RESYNCD_CONFIG)")
@@ -41,11 +53,13 @@ func newRootCommand(stdout, stderr io.Writer, args []string) *cobra.Command {
 	f.StringVar(&g.context, "context", "", "kubeconfig context")
 	f.StringVar(&g.logLevel, "log-level", "", "debug, info, warn or error; overrides log.level")
 	f.StringVar(&g.logFormat, "log-format", "", "json or console; overrides log.format")
+	f.StringVar(&g.profiles.cpuPath, "cpu-profile", "", "write a pprof CPU profile of the command to this file")
+	f.StringVar(&g.profiles.heapPath, "heap-profile", "", "write a pprof heap profile (live and allocated since start) to this file at exit")
 	root.AddCommand(newRunCommand(g), newOnceCommand(g), newDiffCommand(g), newValidateCommand(g), newVersionCommand(g))
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	return root
+	return root, g
 }
 
 func envOr(key, def string) string {
