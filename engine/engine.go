@@ -59,6 +59,8 @@ type resourceState struct {
 	// last pass read; nextMemo is filled by this pass and replaces it, as
 	// nextNoops does.
 	memo, nextMemo map[memoKey]memoEntry
+	// now holds a request to start the next pass early; see PassNow.
+	now chan struct{}
 	// parentKind is the kind of the parents, learnt from the first LIST.
 	parentGVK schema.GroupVersionKind
 }
@@ -142,7 +144,7 @@ func New(cfg *config.Config, opts Options) (*Engine, error) {
 		gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
 		rs := &resourceState{
 			cfg: r, name: r.Name(), gvr: gvr, renderer: rd, selector: sel,
-			noops: map[noopKey]bool{}, drift: map[childKey]driftRecord{}, memo: map[memoKey]memoEntry{},
+			noops: map[noopKey]bool{}, drift: map[childKey]driftRecord{}, memo: map[memoKey]memoEntry{}, now: make(chan struct{}, 1),
 		}
 		e.resources = append(e.resources, rs)
 		e.metrics.initialize(rs)

@@ -1,13 +1,16 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // TestSyncCreatesThenSteady: 30 parents in 3 namespaces with pages of 7.
@@ -111,4 +114,56 @@ func TestSyncCreatesThenSteady(t *testing.T) {
 		t.Errorf("steady pass: in sync %d, writes %d; want 69, 0", rep.InSync, rep.Writes())
 	}
 	_ = metav1.Now
+}
+
+// TestPassNow: with an hour's interval, PassNow starts the next pass at
+// once, and that pass repairs what changed since the first.
+func TestPassNow(t *testing.T) {
+	cfg := testConfig("passnow")
+	cfg.Resources[0].Interval = time.Hour
+	h := newHarness(t, cfg)
+	h.namespace("passnow")
+	h.createParent("passnow", "web", map[string]any{"image": "nginx", "port": int64(80), "replicas": int64(2)})
+
+	ctx, cancel := context.WithCancel(t.Context())
+	passes := make(chan ResourceReport, 4)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		h.engine.Run(ctx, func(_ int, rep ResourceReport, err error) {
+			if err != nil {
+				t.Errorf("pass: %v", err)
+			}
+			passes <- rep
+		})
+	}()
+	defer func() { cancel(); <-stopped }()
+	next := func(what string) ResourceReport {
+		select {
+		case rep := <-passes:
+			return rep
+		case <-time.After(time.Minute):
+			t.Fatalf("no pass %s", what)
+			return ResourceReport{}
+		}
+	}
+	if rep := next("at start"); rep.Created != 2 {
+		t.Fatalf("first pass created %d children, want 2", rep.Created)
+	}
+	patch := []byte(`{"spec":{"replicas":5}}`)
+	if _, err := h.cs.AppsV1().Deployments("passnow").Patch(t.Context(), "web", types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-scale"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case rep := <-passes:
+		t.Fatalf("a second pass ran before PassNow: %+v", rep)
+	default:
+	}
+	h.engine.PassNow()
+	if rep := next("after PassNow"); rep.Updated != 1 {
+		t.Errorf("the pass PassNow started updated %d children, want the scaled Deployment", rep.Updated)
+	}
+	if r := h.mustGet(deployments, "passnow", "web"); r.Object["spec"].(map[string]any)["replicas"] != int64(2) {
+		t.Errorf("replicas = %v after the pass, want 2", r.Object["spec"].(map[string]any)["replicas"])
+	}
 }

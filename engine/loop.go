@@ -10,8 +10,9 @@ import (
 
 // Every calls f now and then every interval, measured from the start of
 // each call (a slow pass does not push the next one back), until ctx ends.
-// A call that overruns the interval is followed by the next at once.
-func Every(ctx context.Context, interval time.Duration, f func(context.Context)) {
+// A call that overruns the interval is followed by the next at once. A
+// receive from now starts the next call early; nil never does.
+func Every(ctx context.Context, interval time.Duration, now <-chan struct{}, f func(context.Context)) {
 	for {
 		start := time.Now()
 		f(ctx)
@@ -28,6 +29,8 @@ func Every(ctx context.Context, interval time.Duration, f func(context.Context))
 			t.Stop()
 			return
 		case <-t.C:
+		case <-now:
+			t.Stop()
 		}
 	}
 }
@@ -42,7 +45,7 @@ func (e *Engine) Run(ctx context.Context, done func(i int, rep ResourceReport, e
 			continue
 		}
 		wg.Go(func() {
-			Every(ctx, rs.cfg.Interval, func(ctx context.Context) {
+			Every(ctx, rs.cfg.Interval, rs.now, func(ctx context.Context) {
 				rep, err := e.SyncResource(ctx, i)
 				if done != nil {
 					done(i, rep, err)
@@ -51,4 +54,16 @@ func (e *Engine) Run(ctx context.Context, done func(i int, rep ResourceReport, e
 		})
 	}
 	wg.Wait()
+}
+
+// PassNow makes every resource's loop start its next pass at once, or, if
+// a pass is running, as soon as it ends, instead of waiting for the
+// interval. Calls while a pass is already due count once.
+func (e *Engine) PassNow() {
+	for _, rs := range e.resources {
+		select {
+		case rs.now <- struct{}{}:
+		default:
+		}
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,8 +36,9 @@ func newRunCommand(g *globals) *cobra.Command {
 		Use:   "run",
 		Short: "Run passes on each resource's interval until SIGINT or SIGTERM",
 		Long: "run serves /metrics, /healthz and /readyz, takes part in leader election when it is\n" +
-			"enabled, and runs a pass over each watched resource every interval. SIGTERM lets the\n" +
-			"batch of writes in flight finish; a second signal exits at once.",
+			"enabled, and runs a pass over each watched resource every interval. SIGUSR1 starts a pass\n" +
+			"of every resource now (the leader's; a follower ignores it). SIGTERM lets the batch of\n" +
+			"writes in flight finish; a second signal exits at once.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDaemon(cmd.Context(), g) },
 	}
@@ -49,6 +52,8 @@ type daemon struct {
 	reg     *prometheus.Registry
 	metrics *engine.Metrics
 	health  *health
+	// passNow receives SIGUSR1: start a pass of every resource now.
+	passNow chan os.Signal
 }
 
 func runDaemon(ctx context.Context, g *globals) error {
@@ -59,7 +64,11 @@ func runDaemon(ctx context.Context, g *globals) error {
 	cfg, log, cl := p.cfg, p.log, p.cl
 	defer func() { _ = log.Sync() }()
 	reg, metrics := newRegistry()
-	d := &daemon{cfg: cfg, log: log, cl: cl, reg: reg, metrics: metrics, health: newHealth(cfg)}
+	d := &daemon{cfg: cfg, log: log, cl: cl, reg: reg, metrics: metrics, health: newHealth(cfg), passNow: make(chan os.Signal, 1)}
+	// Caught from the start: SIGUSR1's default action would kill a
+	// follower, or a leader not yet running its passes.
+	signal.Notify(d.passNow, syscall.SIGUSR1)
+	defer signal.Stop(d.passNow)
 
 	log.Info("Starting", zap.String("version", version), zap.String("server", cl.rest.Host),
 		zap.Int("resources", len(cfg.Resources)), zap.Bool("leaderElection", cfg.LeaderElection.Enabled))
@@ -157,6 +166,21 @@ func (d *daemon) passes(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	select {
+	case <-d.passNow: // sent while following: the first pass is now anyway
+	default:
+	}
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-d.passNow:
+				d.log.Info("Pass requested", zap.String("signal", "SIGUSR1"))
+				eng.PassNow()
+			}
+		}
+	}()
 	eng.Run(ctx, d.health.record)
 	return ctx.Err()
 }
