@@ -249,10 +249,7 @@ func (rs *resourceState) rememberNoop(live *liveChild, fp fingerprint) {
 // writeStatus computes the parent's status and applies it to /status when
 // it differs from what the parent shows.
 func (e *Engine) writeStatus(ctx context.Context, r *run, j *job) {
-	obs := desired.Observation{Now: e.now(), Pending: j.pending, Withheld: j.withheld, Failure: j.failure, Applied: j.applied}
-	for _, c := range j.children {
-		obs.Children = append(obs.Children, c.summary())
-	}
+	obs := e.observe(j)
 	if j.failure != nil {
 		r.add(func(rep *ResourceReport) { rep.Stalled++ })
 	}
@@ -307,6 +304,15 @@ func (e *Engine) writeStatus(ctx context.Context, r *run, j *job) {
 		m.applies.WithLabelValues(r.rs.name, j.parent.GetKind(), string(OpStatus), outcome).Inc()
 		m.applyDuration.WithLabelValues(string(OpStatus)).Observe(e.now().Sub(start).Seconds())
 	}
+}
+
+// observe is what the status of j's parent is computed from.
+func (e *Engine) observe(j *job) desired.Observation {
+	obs := desired.Observation{Now: e.now(), Pending: j.pending, Withheld: j.withheld, Failure: j.failure, Applied: j.applied}
+	for _, c := range j.children {
+		obs.Children = append(obs.Children, c.summary())
+	}
+	return obs
 }
 
 // sameOn reports whether old holds every field of st with the same value.

@@ -94,12 +94,11 @@ func TestReduceChildMemo(t *testing.T) {
 		"spec":     map[string]any{"ports": []any{map[string]any{"port": int64(80), "protocol": "TCP"}}},
 	}}
 	services := schema.GroupVersionResource{Version: "v1", Resource: "services"}
-	parentGVK := schema.GroupVersionKind{Group: "resyncd.io", Version: "v1alpha1", Kind: "HttpService"}
 	remembered := memoEntry{owned: true, fingerprint: fingerprint{1}, whole: fingerprint{2}}
 	memo := map[memoKey]memoEntry{{uid: "u-1", resourceVersion: "7"}: remembered}
 
 	next := map[memoKey]memoEntry{}
-	c, err := o.reduceChild(svc, services, parentGVK, false, true, memo, next)
+	c, err := o.reduceChild(svc, services, false, true, memo, next)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +111,7 @@ func TestReduceChildMemo(t *testing.T) {
 
 	svc.SetResourceVersion("8")
 	next = map[memoKey]memoEntry{}
-	c, err = o.reduceChild(svc, services, parentGVK, false, true, memo, next)
+	c, err = o.reduceChild(svc, services, false, true, memo, next)
 	if err != nil {
 		t.Fatal(err)
 	}

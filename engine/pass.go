@@ -122,16 +122,14 @@ func (e *Engine) pass(ctx context.Context, rs *resourceState, rep *ResourceRepor
 		rs.noops, rs.nextNoops = rs.nextNoops, nil
 		rs.memo, rs.nextMemo = rs.nextMemo, nil
 	}()
-	parents, known, err := e.readParents(ctx, rs)
-	if err != nil {
-		return err
-	}
-	rep.Parents = len(parents)
 	children, err := e.readChildren(ctx, rs)
 	if err != nil {
 		return err
 	}
-	jobs := e.plan(rs, parents, known, children, rep)
+	jobs, err := e.plan(ctx, rs, children, rep)
+	if err != nil {
+		return err
+	}
 	if hasChecks(jobs) {
 		if err := e.checkOnServer(ctx, rs, jobs, rep); err != nil {
 			return err
@@ -144,40 +142,11 @@ func (e *Engine) pass(ctx context.Context, rs *resourceState, rep *ResourceRepor
 	return e.execute(ctx, rs, jobs, rep)
 }
 
-// readParents LISTs the parents in scope. Parents outside the label
-// selector, or being deleted, are read too, so that their children are
-// never taken for orphans, but get no work; known holds every parent's UID.
-func (e *Engine) readParents(ctx context.Context, rs *resourceState) ([]*unstructured.Unstructured, map[types.UID]bool, error) {
-	var parents []*unstructured.Unstructured
-	known := map[types.UID]bool{}
-	kind, err := e.reader.Parents(ctx, rs.gvr, rs.cfg.Namespaces, func(u *unstructured.Unstructured) error {
-		known[u.GetUID()] = true
-		if u.GetDeletionTimestamp() != nil {
-			// Being deleted: the garbage collector removes its children (in
-			// the foreground, before the parent). Re-creating them would
-			// fight it, and the status is of no more use.
-			return nil
-		}
-		if !rs.selector.Matches(labels.Set(u.GetLabels())) {
-			return nil
-		}
-		u.SetManagedFields(nil) // not needed; the largest part of a small object
-		parents = append(parents, u)
-		return nil
-	})
-	if kind != "" {
-		// Children name their parent by kind: it must be known before they
-		// are read, also when no parent is left.
-		rs.parentGVK = rs.gvr.GroupVersion().WithKind(kind)
-	}
-	return parents, known, err
-}
-
 func (e *Engine) readChildren(ctx context.Context, rs *resourceState) (map[childKey]*liveChild, error) {
 	children := map[childKey]*liveChild{}
 	for _, ct := range rs.renderer.ChildTypes() {
 		err := e.reader.Children(ctx, ct.GVR, rs.cfg.Namespaces, func(u *unstructured.Unstructured) error {
-			c, err := e.owner.reduceChild(u, ct.GVR, rs.parentGVK, e.keepFields, e.cfg.DriftCheck == config.DriftCheckServer, rs.memo, rs.nextMemo)
+			c, err := e.owner.reduceChild(u, ct.GVR, e.keepFields, e.cfg.DriftCheck == config.DriftCheckServer, rs.memo, rs.nextMemo)
 			if err != nil {
 				return err
 			}
@@ -191,53 +160,109 @@ func (e *Engine) readChildren(ctx context.Context, rs *resourceState) (map[child
 	return children, nil
 }
 
-// plan compares desired and live children and orders the work: by the
-// parent's spec.priority, then the kind of write most needed, then the age
-// of the drift.
-func (e *Engine) plan(rs *resourceState, parents []*unstructured.Unstructured, known map[types.UID]bool,
-	children map[childKey]*liveChild, rep *ResourceReport) []*job {
+// plan LISTs the parents in scope and plans each as its page arrives:
+// it compares desired and live children and keeps a job for each parent
+// with something to write, in order: by the parent's spec.priority, then
+// the kind of write most needed, then the age of the drift. A parent with
+// nothing to write is dropped at once, so that a steady pass holds no
+// more than a page of parents. Parents outside the label selector, or
+// being deleted, are read too, so that their children are never taken for
+// orphans, but get no work.
+func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[childKey]*liveChild, rep *ResourceReport) ([]*job, error) {
 	now := e.now()
 	claimed := map[childKey]bool{}
 	seenDrift := map[childKey]driftRecord{}
-	var jobs []*job
-	for _, p := range parents {
-		j := e.planParent(rs, p, children, claimed, seenDrift, now, rep)
-		jobs = append(jobs, j)
+	known := map[types.UID]bool{}
+	byController := map[types.UID][]*liveChild{}
+	for _, c := range children {
+		if c.controller != "" {
+			byController[c.controller] = append(byController[c.controller], c)
+		}
 	}
-	// Children whose parent is gone, or no longer wants them.
+	var jobs []*job
+	kind, err := e.reader.Parents(ctx, rs.gvr, rs.cfg.Namespaces, func(p *unstructured.Unstructured) error {
+		known[p.GetUID()] = true
+		if rs.parentGVK.Kind == "" {
+			rs.parentGVK = p.GroupVersionKind()
+		}
+		if p.GetDeletionTimestamp() != nil {
+			// Being deleted: the garbage collector removes its children (in
+			// the foreground, before the parent). Re-creating them would
+			// fight it, and the status is of no more use.
+			return nil
+		}
+		if !rs.selector.Matches(labels.Set(p.GetLabels())) {
+			return nil
+		}
+		p.SetManagedFields(nil) // not needed; the largest part of a small object
+		rep.Parents++
+		j := e.planParent(rs, p, children, claimed, seenDrift, now, rep)
+		if j.failure == nil {
+			// Children it no longer renders, for example the
+			// HorizontalPodAutoscaler after autoscaling is switched off.
+			mine := byController[p.GetUID()]
+			sort.Slice(mine, func(a, b int) bool { return mine[a].key.less(mine[b].key) })
+			for _, c := range mine {
+				if !claimed[c.key] && c.controlledBy(rs.parentGVK) {
+					e.planPrune(rs, j, c, seenDrift, now, rep)
+				}
+			}
+		}
+		if !e.idle(rs, j) {
+			jobs = append(jobs, j)
+		}
+		return nil
+	})
+	if kind != "" {
+		// Children name their parent by kind, known from the LIST even
+		// when no parent is left.
+		rs.parentGVK = rs.gvr.GroupVersion().WithKind(kind)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// Children whose parent is gone. The children of a parent that failed
+	// to render, or is outside the label selector, are left alone.
 	orphans := &job{since: now}
 	if rs.cfg.Mode == config.ModeWarn {
 		orphans.withheld = desired.WithheldWarn
 	}
-	byParent := map[types.UID]*job{}
-	for _, j := range jobs {
-		byParent[j.parent.GetUID()] = j
-	}
 	for _, k := range sortedKeys(children) {
 		c := children[k]
-		if claimed[k] || c.controller == "" {
+		if claimed[k] || !c.controlledBy(rs.parentGVK) || known[c.controller] {
 			continue
 		}
-		j, alive := byParent[c.controller]
-		switch {
-		case alive && j.failure == nil:
-		case known[c.controller]:
-			continue // a parent that failed to render, or outside the label selector: leave its children alone
-		default:
-			j = orphans
-		}
-		rep.count(c.key.Kind, stateOrphaned)
-		e.countDrift(rs, c.key.Kind, reasonOrphaned)
-		seenDrift[k] = nextDrift(rs, k, now)
-		e.noteDrift(rep, Drift{Object: k.String(), Reason: reasonOrphaned, Live: e.liveFields(c, nil)})
-		j.prunes = append(j.prunes, &op{kind: OpDelete, key: k, gvr: c.gvr, live: c})
+		e.planPrune(rs, orphans, c, seenDrift, now, rep)
 	}
 	rs.drift = seenDrift
 	if len(orphans.prunes) > 0 {
 		jobs = append(jobs, orphans)
 	}
 	sortJobs(jobs)
-	return jobs
+	return jobs, nil
+}
+
+// planPrune adds to j the deletion of c, a child no parent wants.
+func (e *Engine) planPrune(rs *resourceState, j *job, c *liveChild, seenDrift map[childKey]driftRecord, now time.Time, rep *ResourceReport) {
+	rep.count(c.key.Kind, stateOrphaned)
+	e.countDrift(rs, c.key.Kind, reasonOrphaned)
+	seenDrift[c.key] = nextDrift(rs, c.key, now)
+	e.noteDrift(rep, Drift{Object: c.key.String(), Reason: reasonOrphaned, Live: e.liveFields(c, nil)})
+	j.prunes = append(j.prunes, &op{kind: OpDelete, key: c.key, gvr: c.gvr, live: c})
+}
+
+// idle says whether j has nothing to do: no write, no check, nothing
+// pending or failed, and a status that would not change.
+func (e *Engine) idle(rs *resourceState, j *job) bool {
+	if len(j.ops)+len(j.prunes)+len(j.checks)+len(j.fights) > 0 || j.failure != nil || j.pending > 0 {
+		return false
+	}
+	st, err := rs.renderer.Status(j.parent, e.observe(j))
+	if err != nil {
+		return false // writeStatus reports it
+	}
+	old, _ := j.parent.Object["status"].(map[string]any)
+	return sameOn(st, old)
 }
 
 func hasChecks(jobs []*job) bool {
@@ -307,7 +332,7 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 			e.countDrift(rs, k.Kind, reasonMissing)
 			e.noteDrift(rep, Drift{Object: k.String(), Reason: reasonMissing, Desired: norm})
 			j.ops = append(j.ops, &op{kind: OpCreate, key: k, gvr: gvr, desired: d, fp: fp})
-		case live.controller != "" && live.controller != p.GetUID():
+		case live.controlledBy(rs.parentGVK) && live.controller != p.GetUID():
 			// Left by an earlier parent of the same name: remove it first;
 			// a later pass creates the new one.
 			rep.count(k.Kind, stateOrphaned)
@@ -396,7 +421,7 @@ func sortedKeys(m map[childKey]*liveChild) []childKey {
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(a, b int) bool { return keys[a].String() < keys[b].String() })
+	sort.Slice(keys, func(a, b int) bool { return keys[a].less(keys[b]) })
 	return keys
 }
 

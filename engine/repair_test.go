@@ -196,11 +196,11 @@ func TestPruneParentGone(t *testing.T) {
 
 	// A stale plan: the engine read a child, then it was re-created with
 	// another UID before the delete went out. The UID precondition saves it.
-	p := h.createParent("prune", "stale", map[string]any{"image": "nginx", "port": int64(80)})
+	h.createParent("prune", "stale", map[string]any{"image": "nginx", "port": int64(80)})
 	h.sync()
 	old := h.mustGet(services, "prune", "stale")
 	rs := h.engine.resources[0]
-	live, err := h.engine.owner.reduceChild(old, services, p.GroupVersionKind(), false, false, nil, nil)
+	live, err := h.engine.owner.reduceChild(old, services, false, false, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,20 @@ func keyOf(u *unstructured.Unstructured) childKey {
 
 func (k childKey) String() string { return fmt.Sprintf("%s/%s/%s", k.Kind, k.Namespace, k.Name) }
 
+// less orders keys as their String forms mostly do, without formatting them.
+func (k childKey) less(o childKey) bool {
+	if k.Kind != o.Kind {
+		return k.Kind < o.Kind
+	}
+	if k.Namespace != o.Namespace {
+		return k.Namespace < o.Namespace
+	}
+	if k.Name != o.Name {
+		return k.Name < o.Name
+	}
+	return k.Group < o.Group
+}
+
 // liveChild is what a pass keeps of a LISTed child: identity, ownership,
 // the fingerprint of the fields resyncd owns and the status. The rest of
 // the object is dropped as its page is read.
@@ -30,9 +44,10 @@ type liveChild struct {
 	uid             types.UID
 	resourceVersion string
 	generation      int64
-	// controller is the UID of the controller ownerReference of the parent
-	// kind; empty when another kind, or nobody, controls the child.
-	controller types.UID
+	// controller is the UID of the controller ownerReference, of the kind
+	// controllerGK; empty when nobody controls the child.
+	controller   types.UID
+	controllerGK schema.GroupKind
 	// owned is set when resyncd's field manager applied fields to it.
 	owned       bool
 	fingerprint fingerprint
@@ -44,6 +59,11 @@ type liveChild struct {
 	status map[string]any
 }
 
+// controlledBy says whether a parent of kind gvk controls c.
+func (c *liveChild) controlledBy(gvk schema.GroupVersionKind) bool {
+	return c.controller != "" && c.controllerGK == gvk.GroupKind()
+}
+
 func (c *liveChild) summary() desired.Child {
 	return desired.Child{Kind: c.key.Kind, Name: c.key.Name, Generation: c.generation, Status: c.status}
 }
@@ -51,7 +71,7 @@ func (c *liveChild) summary() desired.Child {
 // reduceChild keeps what the diff and the status need of a LISTed child.
 // Fingerprints found at the same version by the last pass are taken from
 // memo rather than computed again; every result goes to next.
-func (o *owner) reduceChild(u *unstructured.Unstructured, gvr schema.GroupVersionResource, parentGVK schema.GroupVersionKind,
+func (o *owner) reduceChild(u *unstructured.Unstructured, gvr schema.GroupVersionResource,
 	keepFields, whole bool, memo, next map[memoKey]memoEntry) (*liveChild, error) {
 	c := &liveChild{
 		key:             keyOf(u),
@@ -61,8 +81,8 @@ func (o *owner) reduceChild(u *unstructured.Unstructured, gvr schema.GroupVersio
 		generation:      u.GetGeneration(),
 	}
 	for _, ref := range u.GetOwnerReferences() {
-		if ref.Controller != nil && *ref.Controller && ref.Kind == parentGVK.Kind && groupOf(ref.APIVersion) == parentGVK.Group {
-			c.controller = ref.UID
+		if ref.Controller != nil && *ref.Controller {
+			c.controller, c.controllerGK = ref.UID, schema.GroupKind{Group: groupOf(ref.APIVersion), Kind: ref.Kind}
 		}
 	}
 	if st, ok := u.Object["status"].(map[string]any); ok {
