@@ -52,6 +52,19 @@ image: ## Build the container image as bin/resyncd-image.tar, without a Docker e
 helm-lint: bins ## helm lint --strict of the chart with the Helm SDK, and its values schema
 	go test -count=1 -run 'TestChartLint|TestChartRejectsBadValues' ./deploy
 
+BENCH_FLAGS ?=
+BENCH_RESULTS := bench/results/$(shell date -u +%Y-%m-%d).json
+
+.PHONY: bench
+bench: bins build ## Measure resyncd against controller-runtime, the raw-SSA floor and a raw LIST at N = 1,000 and 5,000 (about 20 minutes): docs/benchmarks.md, bench/results/
+	go build -o bin/bench ./bench
+	bin/bench -sizes 1000,5000 -reps 3 -out $(BENCH_RESULTS) -doc docs/benchmarks.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
+
+.PHONY: bench-quick
+bench-quick: bins build ## The bench at N = 200 (about 2 minutes), for development: .run/bench/quick.md; BENCH_FLAGS="-profile DIR" adds pprof profiles
+	go build -o bin/bench ./bench
+	bin/bench -sizes 200 -reps 3 -out $(RUN_DIR)/bench/quick.json -doc $(RUN_DIR)/bench/quick.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
+
 GOLANGCI_LINT := bin/golangci-lint-v2.15.0
 
 $(GOLANGCI_LINT):

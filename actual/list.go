@@ -1,51 +1,172 @@
 package actual
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/pager"
+	"k8s.io/client-go/rest"
 )
 
-// Each LISTs gvr in namespace ("" for all namespaces) in pages of pageSize,
-// following the continue token, and calls fn for every object as its page
-// arrives. One page is fetched ahead while fn works through the current one,
-// so at most two pages are held at a time.
-func Each(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, namespace string,
-	opts metav1.ListOptions, pageSize int64, fn func(*unstructured.Unstructured) error) error {
-	_, err := each(ctx, client, gvr, namespace, opts, pageSize, fn)
-	return err
+// Lister LISTs any resource in pages and decodes each page's items one at
+// a time as the response arrives, so that a page is never held whole:
+// neither its bytes nor its objects.
+type Lister struct {
+	client rest.Interface
 }
 
-// each is Each, and also returns the kind of the items as the list names
-// it ("HttpServiceList" lists HttpService), known even when there are none.
-func each(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, namespace string,
-	opts metav1.ListOptions, pageSize int64, fn func(*unstructured.Unstructured) error) (string, error) {
-	var listKind string
-	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		l, err := client.Resource(gvr).Namespace(namespace).List(ctx, opts)
-		if err == nil {
-			listKind = l.GetKind()
-		}
-		return l, err
-	})
-	p.PageSize = pageSize
-	p.PageBufferSize = 1
-	err := p.EachListItem(ctx, opts, func(obj runtime.Object) error {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			return fmt.Errorf("list %s: unexpected item type %T", gvr, obj)
-		}
-		return fn(u)
-	})
+// NewLister returns a Lister that reads through cfg, with the JSON
+// content type of client-go's dynamic client.
+func NewLister(cfg *rest.Config) (*Lister, error) {
+	c := dynamic.ConfigFor(cfg)
+	c.GroupVersion = nil
+	c.APIPath = "/"
+	rc, err := rest.UnversionedRESTClientFor(c)
 	if err != nil {
-		return "", fmt.Errorf("list %s: %w", gvr, err)
+		return nil, fmt.Errorf("list client: %w", err)
 	}
-	return strings.TrimSuffix(listKind, "List"), nil
+	return &Lister{client: rc}, nil
+}
+
+// Each LISTs gvr in namespace ("" for all namespaces) in pages of pageSize,
+// following the continue token, and calls fn for every object as it is
+// decoded. It returns the kind of the items as the list names it
+// ("HttpServiceList" lists HttpService), known even when there are none. A
+// continue token that expired mid-way fails the LIST: nothing is read twice.
+func (l *Lister) Each(ctx context.Context, gvr schema.GroupVersionResource, namespace string,
+	opts metav1.ListOptions, pageSize int64, fn func(*unstructured.Unstructured) error) (string, error) {
+	var kind string
+	cont := ""
+	for {
+		req := l.client.Get().AbsPath(collectionPath(gvr, namespace)).Param("limit", strconv.FormatInt(pageSize, 10))
+		if opts.LabelSelector != "" {
+			req = req.Param("labelSelector", opts.LabelSelector)
+		}
+		if opts.FieldSelector != "" {
+			req = req.Param("fieldSelector", opts.FieldSelector)
+		}
+		if cont != "" {
+			req = req.Param("continue", cont)
+		}
+		body, err := req.Stream(ctx)
+		if err != nil {
+			return "", fmt.Errorf("list %s: %w", gvr, err)
+		}
+		var page listHead
+		page, err = decodeList(body, fn)
+		_ = body.Close()
+		if err != nil {
+			return "", fmt.Errorf("list %s: %w", gvr, err)
+		}
+		kind, cont = page.kind, page.cont
+		if cont == "" {
+			return strings.TrimSuffix(kind, "List"), nil
+		}
+	}
+}
+
+func collectionPath(gvr schema.GroupVersionResource, namespace string) string {
+	p := "/apis/" + gvr.Group + "/" + gvr.Version
+	if gvr.Group == "" {
+		p = "/api/" + gvr.Version
+	}
+	if namespace != "" {
+		p += "/namespaces/" + namespace
+	}
+	return p + "/" + gvr.Resource
+}
+
+// listHead is what a list says of itself.
+type listHead struct {
+	kind, apiVersion, cont string
+}
+
+// decodeList reads one list response and calls fn for each item. Items of
+// built-in types carry no kind; they get the list's, which the API server
+// writes before the items.
+func decodeList(r io.Reader, fn func(*unstructured.Unstructured) error) (listHead, error) {
+	var h listHead
+	dec := json.NewDecoder(bufio.NewReaderSize(r, 64<<10))
+	if err := expectDelim(dec, '{'); err != nil {
+		return h, err
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return h, err
+		}
+		switch key, _ := t.(string); key {
+		case "kind":
+			err = dec.Decode(&h.kind)
+		case "apiVersion":
+			err = dec.Decode(&h.apiVersion)
+		case "metadata":
+			var m metav1.ListMeta
+			err = dec.Decode(&m)
+			h.cont = m.Continue
+		case "items":
+			err = decodeItems(dec, h, fn)
+		default:
+			var skip json.RawMessage
+			err = dec.Decode(&skip)
+		}
+		if err != nil {
+			return h, err
+		}
+	}
+	return h, expectDelim(dec, '}')
+}
+
+func decodeItems(dec *json.Decoder, h listHead, fn func(*unstructured.Unstructured) error) error {
+	t, err := dec.Token()
+	if err != nil || t == nil { // "items": null
+		return err
+	}
+	if d, ok := t.(json.Delim); !ok || d != '[' {
+		return fmt.Errorf("items: got %v, want a list", t)
+	}
+	for dec.More() {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return err
+		}
+		obj := map[string]any{}
+		// Whole numbers as int64, as unstructured objects hold them.
+		if err := utiljson.Unmarshal(raw, &obj); err != nil {
+			return err
+		}
+		u := &unstructured.Unstructured{Object: obj}
+		if u.GetKind() == "" {
+			if h.kind == "" {
+				return errors.New("an item with no kind before the list's kind")
+			}
+			u.SetKind(strings.TrimSuffix(h.kind, "List"))
+			u.SetAPIVersion(h.apiVersion)
+		}
+		if err := fn(u); err != nil {
+			return err
+		}
+	}
+	return expectDelim(dec, ']')
+}
+
+func expectDelim(dec *json.Decoder, want json.Delim) error {
+	t, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := t.(json.Delim); !ok || d != want {
+		return fmt.Errorf("got %v, want %q", t, want)
+	}
+	return nil
 }

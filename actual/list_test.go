@@ -1,6 +1,7 @@
 package actual_test
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"sync/atomic"
@@ -8,10 +9,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -58,19 +59,26 @@ func TestEachPages(t *testing.T) {
 	counter := &countingTransport{}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
-	client, err := dynamic.NewForConfig(cfg)
+	lister, err := actual.NewLister(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	err = actual.Each(t.Context(), client, gvr, "paging", metav1.ListOptions{LabelSelector: "paging=yes"}, 7,
+	kind, err := lister.Each(t.Context(), gvr, "paging", metav1.ListOptions{LabelSelector: "paging=yes"}, 7,
 		func(u *unstructured.Unstructured) error {
+			// The API server leaves kind out of a built-in list's items.
+			if u.GetKind() != "ConfigMap" || u.GetAPIVersion() != "v1" {
+				t.Errorf("%s: kind %q, apiVersion %q; want ConfigMap, v1", u.GetName(), u.GetKind(), u.GetAPIVersion())
+			}
 			got = append(got, u.GetName())
 			return nil
 		})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if kind != "ConfigMap" {
+		t.Errorf("kind = %q, want ConfigMap", kind)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("listed (-want +got):\n%s", diff)
@@ -80,5 +88,25 @@ func TestEachPages(t *testing.T) {
 	}
 	if n := counter.other.Load(); n != 0 {
 		t.Errorf("other requests = %d, want 0", n)
+	}
+}
+
+// TestEachErrors: the API server's refusal comes back as its own error,
+// so that callers can tell a missing resource or a throttled request.
+func TestEachErrors(t *testing.T) {
+	lister, err := actual.NewLister(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvr := schema.GroupVersionResource{Group: "resyncd.io", Version: "v1alpha1", Resource: "nothings"}
+	_, err = lister.Each(t.Context(), gvr, "", metav1.ListOptions{}, 10, func(*unstructured.Unstructured) error { return nil })
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("LIST of a resource not served: %v, want NotFound", err)
+	}
+	stop := errors.New("stop")
+	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	_, err = lister.Each(t.Context(), cms, "", metav1.ListOptions{}, 10, func(*unstructured.Unstructured) error { return stop })
+	if !errors.Is(err, stop) {
+		t.Errorf("fn's error: got %v", err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 )
 
 // ManagedSelector selects the objects resyncd manages.
@@ -14,13 +13,13 @@ const ManagedSelector = "app.kubernetes.io/managed-by=resyncd"
 
 // Reader LISTs parents and children, page by page. It never GETs one object.
 type Reader struct {
-	client   dynamic.Interface
+	lister   *Lister
 	pageSize int64
 }
 
-// NewReader returns a Reader that LISTs through client in pages of pageSize.
-func NewReader(client dynamic.Interface, pageSize int64) *Reader {
-	return &Reader{client: client, pageSize: pageSize}
+// NewReader returns a Reader that LISTs through lister in pages of pageSize.
+func NewReader(lister *Lister, pageSize int64) *Reader {
+	return &Reader{lister: lister, pageSize: pageSize}
 }
 
 // Parents calls fn for every object of gvr in namespaces (none: all), and
@@ -39,11 +38,11 @@ func (r *Reader) Children(ctx context.Context, gvr schema.GroupVersionResource, 
 
 func (r *Reader) each(ctx context.Context, gvr schema.GroupVersionResource, namespaces []string, opts metav1.ListOptions, fn func(*unstructured.Unstructured) error) (string, error) {
 	if len(namespaces) == 0 {
-		return each(ctx, r.client, gvr, metav1.NamespaceAll, opts, r.pageSize, fn)
+		return r.lister.Each(ctx, gvr, metav1.NamespaceAll, opts, r.pageSize, fn)
 	}
 	var kind string
 	for _, ns := range namespaces {
-		k, err := each(ctx, r.client, gvr, ns, opts, r.pageSize, fn)
+		k, err := r.lister.Each(ctx, gvr, ns, opts, r.pageSize, fn)
 		if err != nil {
 			return "", err
 		}

@@ -106,7 +106,7 @@ func TestChartEndToEnd(t *testing.T) {
 
 	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: saKube.EventsV1()})
 	b.StartRecordingToSink(ctx.Done())
-	eng, err := engine.New(cfg, engine.Options{Client: saDyn, Renderers: desired.DefaultRegistry(),
+	eng, err := engine.New(cfg, engine.Options{Config: sa, Renderers: desired.DefaultRegistry(),
 		Metrics: engine.NewMetrics(prometheus.NewRegistry()), Events: b.NewRecorder(scheme.Scheme, "resyncd")})
 	if err != nil {
 		t.Fatal(err)

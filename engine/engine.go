@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/flowcontrol"
 
@@ -90,8 +92,9 @@ type noopKey struct {
 
 // Options are the dependencies of an Engine.
 type Options struct {
-	// Client reaches the API server.
-	Client dynamic.Interface
+	// Config reaches the API server: LISTs through actual.Lister, writes
+	// through client-go's dynamic client.
+	Config *rest.Config
 	// Renderers are looked up by the configured renderer names.
 	Renderers desired.Registry
 	// Metrics receive the pass's numbers.
@@ -112,10 +115,21 @@ type Options struct {
 
 // New returns an Engine for cfg.
 func New(cfg *config.Config, opts Options) (*Engine, error) {
+	if opts.Config == nil {
+		return nil, errors.New("engine: no API server configuration")
+	}
+	client, err := dynamic.NewForConfig(opts.Config)
+	if err != nil {
+		return nil, err
+	}
+	lister, err := actual.NewLister(opts.Config)
+	if err != nil {
+		return nil, err
+	}
 	e := &Engine{
 		cfg:        cfg,
-		client:     opts.Client,
-		reader:     actual.NewReader(opts.Client, cfg.PageSize),
+		client:     client,
+		reader:     actual.NewReader(lister, cfg.PageSize),
 		renderers:  opts.Renderers,
 		owner:      newOwner(cfg.FieldManager),
 		metrics:    opts.Metrics,

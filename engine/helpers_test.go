@@ -76,12 +76,8 @@ func newHarness(t *testing.T, cfg *config.Config) *harness {
 	log := &requestLog{}
 	rc := rest.CopyConfig(env.Config)
 	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { log.next = rt; return log })
-	client, err := dynamic.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := prometheus.NewRegistry()
-	e, err := New(cfg, Options{Client: client, Renderers: desired.DefaultRegistry(), Metrics: NewMetrics(reg), Log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))})
+	e, err := New(cfg, Options{Config: rc, Renderers: desired.DefaultRegistry(), Metrics: NewMetrics(reg), Log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func exportedAfterAPass(t *testing.T) map[string]*dto.MetricFamily {
 	}
 	reg, metrics := newRegistry()
 	metrics.SetLeader(true)
-	eng, err := engine.New(cfg, engine.Options{Client: dc, Renderers: desired.DefaultRegistry(), Metrics: metrics})
+	eng, err := engine.New(cfg, engine.Options{Config: env.Config, Renderers: desired.DefaultRegistry(), Metrics: metrics})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -160,7 +160,7 @@ func (d *daemon) passes(ctx context.Context) error {
 	rec, stop := d.recorder(ctx)
 	defer stop()
 	eng, err := engine.New(d.cfg, engine.Options{
-		Client: d.cl.dynamic, Renderers: desired.DefaultRegistry(), Metrics: d.metrics,
+		Config: d.cl.rest, Renderers: desired.DefaultRegistry(), Metrics: d.metrics,
 		Log: d.log, Events: rec,
 	})
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"go.uber.org/zap/zapcore"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -67,9 +66,8 @@ func newLogger(c config.Log) (*zap.Logger, error) {
 
 // clients are the connections to the API server.
 type clients struct {
-	rest    *rest.Config
-	dynamic dynamic.Interface
-	kube    kubernetes.Interface
+	rest *rest.Config
+	kube kubernetes.Interface
 }
 
 func (g *globals) clients(cfg *config.Config) (*clients, error) {
@@ -85,15 +83,11 @@ func (g *globals) clients(cfg *config.Config) (*clients, error) {
 	// must not throttle the LISTs of a pass below that.
 	rc.QPS = max(float32(cfg.Apply.QPS)*2, 50)
 	rc.Burst = max(cfg.Apply.Burst*2, 100)
-	dc, err := dynamic.NewForConfig(rc)
-	if err != nil {
-		return nil, err
-	}
 	kc, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, err
 	}
-	return &clients{rest: rc, dynamic: dc, kube: kc}, nil
+	return &clients{rest: rc, kube: kc}, nil
 }
 
 // checkServed asks discovery whether the API server serves each watched

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseTraffic(t *testing.T) {
+	raw := []byte(`# TYPE apiserver_request_total counter
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="apps",resource="deployments",scope="cluster",subresource="",verb="LIST",version="v1"} 4
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="",verb="APPLY",version="v1"} 3
+apiserver_request_total{code="200",component="apiserver",dry_run="All",group="",resource="services",scope="resource",subresource="",verb="APPLY",version="v1"} 5
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="resyncd.io",resource="httpservices",scope="resource",subresource="status",verb="APPLY",version="v1alpha1"} 2
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="resyncd.io",resource="httpservices",scope="resource",subresource="",verb="POST",version="v1alpha1"} 7
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="services",scope="cluster",subresource="",verb="WATCH",version="v1"} 1
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="coordination.k8s.io",resource="leases",scope="resource",subresource="",verb="PUT",version="v1"} 100
+# TYPE apiserver_response_sizes histogram
+apiserver_response_sizes_bucket{component="apiserver",group="apps",resource="deployments",scope="cluster",subresource="",verb="LIST",version="v1",le="+Inf"} 4
+apiserver_response_sizes_sum{component="apiserver",group="apps",resource="deployments",scope="cluster",subresource="",verb="LIST",version="v1"} 4000
+apiserver_response_sizes_count{component="apiserver",group="apps",resource="deployments",scope="cluster",subresource="",verb="LIST",version="v1"} 4
+apiserver_response_sizes_bucket{component="apiserver",group="",resource="configmaps",scope="cluster",subresource="",verb="LIST",version="v1",le="+Inf"} 1
+apiserver_response_sizes_sum{component="apiserver",group="",resource="configmaps",scope="cluster",subresource="",verb="LIST",version="v1"} 99999
+apiserver_response_sizes_count{component="apiserver",group="",resource="configmaps",scope="cluster",subresource="",verb="LIST",version="v1"} 1
+# TYPE apiserver_watch_events_sizes histogram
+apiserver_watch_events_sizes_bucket{group="",resource="services",version="v1",le="+Inf"} 2
+apiserver_watch_events_sizes_sum{group="",resource="services",version="v1"} 500
+apiserver_watch_events_sizes_count{group="",resource="services",version="v1"} 2
+`)
+	got, err := parseTraffic(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Traffic{Requests: 22, Lists: 4, Watches: 1, ChildWrites: 3, StatusWrites: 2, OtherWrites: 7, DryRuns: 5, Bytes: 4500}
+	if got != want {
+		t.Errorf("parseTraffic:\n got %+v\nwant %+v", got, want)
+	}
+	if d := got.sub(Traffic{Requests: 2, Bytes: 500}); d.Requests != 20 || d.Bytes != 4000 || d.Writes() != 12 {
+		t.Errorf("sub: %+v", d)
+	}
+}
+
+func TestStatOf(t *testing.T) {
+	if s := statOf([]float64{3, 1, 2}); s.Median != 2 || s.Min != 1 || s.Max != 3 {
+		t.Errorf("odd: %+v", s)
+	}
+	if s := statOf([]float64{4, 1, 2, 3}); s.Median != 2.5 {
+		t.Errorf("even: %+v", s)
+	}
+}
+
+// TestBenchRuns runs the whole bench on 10 HttpServices, so that it cannot
+// rot between `make bench` runs, and checks what the API server counted.
+func TestBenchRuns(t *testing.T) {
+	dir := t.TempDir()
+	for _, b := range [][]string{{"resyncd", "../cmd/resyncd"}, {"bench", "."}} {
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, b[0]), b[1]).CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", b[1], err, out)
+		}
+	}
+	results, doc := filepath.Join(dir, "results.json"), filepath.Join(dir, "benchmarks.md")
+	cmd := exec.Command(filepath.Join(dir, "bench"), "-sizes", "10", "-reps", "1", "-resyncd", filepath.Join(dir, "resyncd"),
+		"-work", filepath.Join(dir, "work"), "-out", results, "-doc", doc)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("bench: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res Results
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, s := range res.Samples {
+		seen[s.Contender+" "+s.Phase] = true
+		if s.Error != "" {
+			t.Errorf("%s %s: %s", s.Contender, s.Phase, s.Error)
+		}
+		if s.PeakRSS <= 0 {
+			t.Errorf("%s %s: no peak RSS", s.Contender, s.Phase)
+		}
+		switch {
+		case s.Phase == "cold" && s.Contender != crName && s.Traffic.ChildWrites != 20:
+			t.Errorf("%s cold: %v child writes, want 20", s.Contender, s.Traffic.ChildWrites)
+		case s.Phase == "steady" && (s.Contender == resyncdName || s.Contender == listName) && (s.Traffic.Requests != 4 || s.Traffic.Lists != 4):
+			t.Errorf("%s steady: %+v, want 4 LISTs and nothing else", s.Contender, s.Traffic)
+		case s.Phase == "drift" && (s.Drifted != 1 || s.StillDrifted != 0 || s.Traffic.ChildWrites != 1):
+			t.Errorf("%s drift: %d drifted, %d left, %v child writes; want 1, 0, 1", s.Contender, s.Drifted, s.StillDrifted, s.Traffic.ChildWrites)
+		}
+	}
+	for _, want := range []string{"raw-ssa-floor cold", "resyncd cold", "resyncd first", "resyncd steady", "raw-list steady",
+		"resyncd again", "resyncd-server steady", "controller-runtime cold", "controller-runtime steady", "controller-runtime drift"} {
+		if !seen[want] {
+			t.Errorf("no sample of %s", want)
+		}
+	}
+	md, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "### N = 10") || !strings.Contains(string(md), "| resyncd |") {
+		t.Errorf("report has no table for N = 10:\n%s", md)
+	}
+}

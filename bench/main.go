@@ -1,0 +1,28 @@
+// Command bench measures resyncd side by side with a controller-runtime
+// reconciler, a raw server-side-apply floor and a raw paged LIST, each in
+// its own process, against one local kube-apiserver, in one run. Run it
+// with `make bench` or `make bench-quick`; docs/benchmarks.md says what it
+// measures and holds the latest figures.
+//
+// The same binary is also each contender that is not resyncd itself:
+// `bench cr`, `bench floor` and `bench list`.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	roles := map[string]func([]string) error{"cr": crMain, "floor": floorMain, "list": listMain}
+	var err error
+	if len(os.Args) > 1 && roles[os.Args[1]] != nil {
+		err = roles[os.Args[1]](os.Args[2:])
+	} else {
+		err = orchestrate(os.Args[1:])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}

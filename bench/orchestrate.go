@@ -1,0 +1,487 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/resyncd/resyncd/internal/testenv"
+)
+
+// A contender is one process the bench runs against the cluster.
+type contender struct {
+	// Name is the key in the results.
+	Name string
+	// ManagedBy is the managed-by label value of its children.
+	ManagedBy string
+	// UntilConverged runs until it prints "converged", then gets SIGTERM;
+	// the others exit by themselves.
+	UntilConverged bool
+	// Repeats: it is also run on a converged cluster and after drift.
+	Repeats bool
+	// Config is resyncd's configuration: the steady and drift passes are
+	// passes of one `resyncd run`, started with SIGUSR1.
+	Config string
+	args   func(b *bench, n int) []string
+}
+
+const (
+	floorName         = "raw-ssa-floor"
+	resyncdName       = "resyncd"
+	resyncdServerName = "resyncd-server"
+	crName            = "controller-runtime"
+	listName          = "raw-list"
+	runTimeout        = 15 * time.Minute
+)
+
+func contenders() []contender {
+	return []contender{
+		{Name: floorName, ManagedBy: "resyncd", args: func(b *bench, _ int) []string {
+			return []string{b.self, "floor", "--kubeconfig", b.kubeconfig, "--concurrency", "8", "--page-size", "500"}
+		}},
+		{Name: resyncdName, ManagedBy: "resyncd", Repeats: true, Config: "local", args: func(b *bench, _ int) []string {
+			return []string{b.resyncd, "once", "--config", b.configs["local"], "--kubeconfig", b.kubeconfig}
+		}},
+		{Name: resyncdServerName, ManagedBy: "resyncd", Repeats: true, Config: "server", args: func(b *bench, _ int) []string {
+			return []string{b.resyncd, "once", "--config", b.configs["server"], "--kubeconfig", b.kubeconfig}
+		}},
+		{Name: crName, ManagedBy: crManagedBy, UntilConverged: true, Repeats: true, args: func(b *bench, n int) []string {
+			return []string{b.self, "cr", "--kubeconfig", b.kubeconfig, "--expect", strconv.Itoa(n)}
+		}},
+	}
+}
+
+// resyncdConfig is resyncd's default configuration with the client-side
+// write limits lifted, as the floor has none: the API server is the limit.
+const resyncdConfig = `# resyncd's defaults, but for the client-side write limits: the bench
+# measures the engine and the API server, not apply.qps. Passes after the
+# first are started by the bench with SIGUSR1.
+driftCheck: %s
+apply:
+  qps: 1000000
+  burst: 1000000
+  maxWritesPerPass: 1000000
+leaderElection: {enabled: false}
+metrics: {address: "127.0.0.1:0"}
+health: {address: "127.0.0.1:0"}
+resources:
+  - group: resyncd.io
+    version: v1alpha1
+    resource: httpservices
+    renderer: httpservice
+    interval: 24h
+`
+
+// Sample is one process run.
+type Sample struct {
+	Contender string `json:"contender"`
+	N         int    `json:"n"`
+	Rep       int    `json:"rep"`
+	// Phase: cold (no child, no status), steady (in sync), drift (after
+	// Drifted children were changed), again (the pass after drift).
+	Phase string `json:"phase"`
+	// Seconds is the wall time from exec to exit, or to "converged".
+	Seconds float64 `json:"seconds"`
+	// PassSeconds is the pass as the process timed it: resyncd's pass
+	// duration, the floor's and raw LIST's work, controller-runtime's time
+	// from start to every parent reconciled.
+	PassSeconds float64 `json:"passSeconds"`
+	PeakRSS     int64   `json:"peakRSSBytes"`
+	Traffic     Traffic `json:"traffic"`
+	Drifted     int     `json:"drifted,omitempty"`
+	// StillDrifted counts drifted children not repaired after the run.
+	StillDrifted int    `json:"stillDrifted,omitempty"`
+	Error        string `json:"error,omitempty"`
+}
+
+// Results is everything one bench run measured.
+type Results struct {
+	Date     string    `json:"date"`
+	Machine  Machine   `json:"machine"`
+	Versions Versions  `json:"versions"`
+	Sizes    []int     `json:"sizes"`
+	Reps     int       `json:"reps"`
+	Drift    float64   `json:"driftFraction"`
+	Seconds  float64   `json:"seconds"`
+	Samples  []*Sample `json:"samples"`
+}
+
+type bench struct {
+	self, resyncd, kubeconfig string
+	work                      string // the daemons' logs go here
+	configs                   map[string]string
+	cl                        *cluster
+	env                       *testenv.Env
+	coldMax                   int
+	only                      map[string]bool
+	profile                   string
+}
+
+func orchestrate(args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	sizes := fs.String("sizes", "1000,5000", "numbers of HttpServices, comma-separated")
+	reps := fs.Int("reps", 3, "repetitions of each measurement")
+	drift := fs.Float64("drift", 0.05, "fraction of children drifted")
+	resyncdBin := fs.String("resyncd", "bin/resyncd", "the resyncd binary")
+	out := fs.String("out", "", "write the results as JSON here")
+	doc := fs.String("doc", "", "write the Markdown report here")
+	work := fs.String("work", ".run/bench", "directory for the kubeconfig, configurations and the control plane's log")
+	coldMax := fs.Int("cold-reps-up-to", 2000, "repeat cold convergence -reps times up to this N; above it, run it once")
+	only := fs.String("only", "", "run only these contenders, comma-separated (development)")
+	profile := fs.String("profile", "", "write pprof CPU and heap profiles of every resyncd run into this directory")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ns, err := parseSizes(*sizes)
+	if err != nil {
+		return err
+	}
+	if *reps < 1 {
+		return fmt.Errorf("-reps %d: must be at least 1", *reps)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	b, err := setUp(*work, *resyncdBin)
+	if err != nil {
+		return err
+	}
+	b.coldMax, b.profile = *coldMax, *profile
+	if *only != "" {
+		b.only = map[string]bool{}
+		for _, c := range strings.Split(*only, ",") {
+			b.only[strings.TrimSpace(c)] = true
+		}
+	}
+	if b.profile != "" {
+		if err := os.MkdirAll(b.profile, 0o755); err != nil {
+			return err
+		}
+	}
+	defer func() {
+		if err := b.env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: stop control plane:", err)
+		}
+	}()
+	res := &Results{Date: time.Now().UTC().Format(time.RFC3339), Sizes: ns, Reps: *reps, Drift: *drift}
+	res.Machine, res.Versions = machine(), versions(b)
+	start := time.Now()
+	runErr := b.runAll(ctx, res, ns, *reps, *drift)
+	res.Seconds = time.Since(start).Seconds()
+	if *out != "" {
+		// Written also when a run failed: the samples so far show why.
+		data, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(*out, append(data, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	if runErr != nil {
+		return runErr
+	}
+	report := summarize(res)
+	fmt.Print(report.table())
+	if *doc != "" {
+		if err := os.WriteFile(*doc, []byte(report.markdown(*out)), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runAll measures every contender at every size: cold convergence -reps
+// times (once above -cold-reps-up-to, where it takes minutes), then, on the
+// cluster it converged, -reps rounds of steady pass and drift.
+func (b *bench) runAll(ctx context.Context, res *Results, sizes []int, reps int, drift float64) error {
+	for _, n := range sizes {
+		colds := reps
+		if n > b.coldMax {
+			colds = 1
+		}
+		for _, c := range contenders() {
+			if b.only != nil && !b.only[c.Name] {
+				continue
+			}
+			samples, err := b.measure(ctx, c, n, colds, reps, drift)
+			res.Samples = append(res.Samples, samples...)
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-sizes %q: %q is not a positive number", s, f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// setUp starts the control plane with its inflight limits raised, so that
+// its CPU, not its throttling, bounds the contenders, and writes what the
+// contenders need.
+func setUp(work, resyncdBin string) (*bench, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	if resyncdBin, err = filepath.Abs(resyncdBin); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(resyncdBin); err != nil {
+		return nil, fmt.Errorf("resyncd binary: %w (make build)", err)
+	}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(filepath.Join(work, "control-plane.log"))
+	if err != nil {
+		return nil, err
+	}
+	env, err := testenv.Start(testenv.Options{
+		Output: logFile,
+		APIServerArgs: map[string]string{
+			"max-requests-inflight":          "3000",
+			"max-mutating-requests-inflight": "1000",
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	b := &bench{self: self, resyncd: resyncdBin, env: env, configs: map[string]string{}, work: work}
+	fail := func(err error) (*bench, error) { _ = env.Stop(); return nil, err }
+	b.kubeconfig = filepath.Join(work, "kubeconfig")
+	if err := os.WriteFile(b.kubeconfig, env.Kubeconfig(), 0o600); err != nil {
+		return fail(err)
+	}
+	for _, mode := range []string{"local", "server"} {
+		p := filepath.Join(work, "resyncd-"+mode+".yaml")
+		if err := os.WriteFile(p, fmt.Appendf(nil, resyncdConfig, mode), 0o644); err != nil {
+			return fail(err)
+		}
+		b.configs[mode] = p
+	}
+	cfg := *env.Config
+	cfg.QPS = -1
+	dyn, err := dynamic.NewForConfig(&cfg)
+	if err != nil {
+		return fail(err)
+	}
+	cs, err := kubernetes.NewForConfig(&cfg)
+	if err != nil {
+		return fail(err)
+	}
+	b.cl = &cluster{dyn: dyn, cs: cs}
+	return b, nil
+}
+
+// measure runs c from cold colds times, and, if it repeats, reps times on
+// the converged cluster, then after drift: as passes of one `resyncd run`
+// for resyncd, as restarts for controller-runtime.
+func (b *bench) measure(ctx context.Context, c contender, n, colds, reps int, fraction float64) ([]*Sample, error) {
+	var out []*Sample
+	run := func(c contender, rep int, phase string) (*Sample, error) {
+		s, err := b.run(ctx, c, n, rep, phase)
+		out = append(out, s)
+		return s, err
+	}
+	for rep := 1; rep <= colds; rep++ {
+		fmt.Fprintf(os.Stderr, "bench: N=%d %s: cold %d/%d\n", n, c.Name, rep, colds)
+		if err := b.cl.reset(ctx, n); err != nil {
+			return out, err
+		}
+		s, err := run(c, rep, "cold")
+		if err != nil {
+			return out, err
+		}
+		if err := b.cl.converged(ctx, n, c.ManagedBy); err != nil {
+			s.Error = err.Error()
+			return out, nil
+		}
+	}
+	if !c.Repeats {
+		return out, nil
+	}
+	if c.Config != "" {
+		samples, err := b.passes(ctx, c, n, reps, fraction)
+		return append(out, samples...), err
+	}
+	for rep := 1; rep <= reps; rep++ {
+		fmt.Fprintf(os.Stderr, "bench: N=%d %s: steady and drift %d/%d\n", n, c.Name, rep, reps)
+		if _, err := run(c, rep, "steady"); err != nil {
+			return out, err
+		}
+		rng := rand.New(rand.NewPCG(uint64(n), uint64(rep)))
+		drifted, err := b.cl.drift(ctx, c.ManagedBy, fraction, rng)
+		if err != nil {
+			return out, err
+		}
+		for _, phase := range []string{"drift", "again"} {
+			s, err := run(c, rep, phase)
+			if err != nil {
+				return out, err
+			}
+			s.Drifted = len(drifted)
+			if s.StillDrifted, err = b.cl.stillDrifted(ctx, c.ManagedBy, drifted); err != nil {
+				return out, err
+			}
+			if c.UntilConverged {
+				break // a daemon repairs until it is stopped; "again" is a pass
+			}
+		}
+	}
+	return out, nil
+}
+
+// run execs c and measures it: wall time, the time it reports, its peak
+// RSS, and the API server's count of its requests.
+func (b *bench) run(ctx context.Context, c contender, n, rep int, phase string) (*Sample, error) {
+	s := &Sample{Contender: c.Name, N: n, Rep: rep, Phase: phase}
+	rc := b.cl.cs.CoreV1().RESTClient()
+	before, err := scrapeTraffic(ctx, rc)
+	if err != nil {
+		return s, err
+	}
+	args := c.args(b, n)
+	if b.profile != "" && strings.HasPrefix(c.Name, resyncdName) {
+		base := filepath.Join(b.profile, fmt.Sprintf("%s-%d-%s-%d", c.Name, n, phase, rep))
+		args = append(args, "--cpu-profile", base+".cpu.pprof", "--heap-profile", base+".heap.pprof")
+	}
+	ctx, cancel := context.WithTimeout(ctx, runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return s, err
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return s, err
+	}
+	peak := watchPeakRSS(cmd.Process.Pid)
+	var lines []string
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		line := sc.Text()
+		lines = append(lines, line)
+		if c.UntilConverged && strings.HasPrefix(line, "converged ") {
+			s.Seconds = time.Since(start).Seconds()
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	waitErr := cmd.Wait()
+	if !c.UntilConverged {
+		s.Seconds = time.Since(start).Seconds()
+	}
+	s.PeakRSS = peak()
+	after, err := scrapeTraffic(context.WithoutCancel(ctx), rc)
+	if err != nil {
+		return s, err
+	}
+	s.Traffic = after.sub(before)
+	s.PassSeconds = passSeconds(lines)
+	if c.UntilConverged && s.Seconds == 0 {
+		waitErr = errors.Join(waitErr, errors.New("stopped before it converged"))
+	}
+	if waitErr != nil && !(c.UntilConverged && s.Seconds > 0) {
+		return s, fmt.Errorf("%s (N=%d, %s): %w\n%s%s", c.Name, n, phase, waitErr, strings.Join(lines, "\n"), tail(stderr.String(), 2000))
+	}
+	return s, nil
+}
+
+// watchPeakRSS samples the high-water mark of pid's resident set
+// (VmHWM) every 10 ms until the returned function is called, after the
+// process exited, which returns the last sample. getrusage cannot tell:
+// Linux carries the forking process's peak into the child's ru_maxrss
+// across exec.
+func watchPeakRSS(pid int) func() int64 {
+	var last atomic.Int64
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		path := fmt.Sprintf("/proc/%d/status", pid)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if v := vmHWM(path); v > 0 {
+				last.Store(v)
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		<-stopped
+		return last.Load()
+	}
+}
+
+// vmHWM reads VmHWM from a /proc/PID/status file, in bytes; 0 once the
+// process has released its memory.
+func vmHWM(path string) int64 {
+	v := procField(path, "VmHWM")
+	kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(v, "kB")), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return kb * 1024
+}
+
+// passSeconds finds the time the process reported: a "pass" or
+// "converged" line, or the DURATION column of resyncd once's summary.
+func passSeconds(lines []string) float64 {
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) == 2 && (f[0] == "pass" || f[0] == "converged") {
+			v, _ := strconv.ParseFloat(f[1], 64)
+			return v
+		}
+		if len(f) > 2 && f[0] != "RESOURCE" {
+			if d, err := time.ParseDuration(f[len(f)-1]); err == nil {
+				return d.Seconds()
+			}
+		}
+	}
+	return 0
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}

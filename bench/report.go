@@ -1,0 +1,349 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+
+	"github.com/resyncd/resyncd/internal/testenv"
+)
+
+// Machine is where the bench ran.
+type Machine struct {
+	CPUs   int    `json:"cpus"`
+	Model  string `json:"cpuModel"`
+	Memory string `json:"memory"`
+	Kernel string `json:"kernel"`
+}
+
+// Versions are what ran.
+type Versions struct {
+	Go                string `json:"go"`
+	KubeAPIServer     string `json:"kubeAPIServer"`
+	Resyncd           string `json:"resyncd"`
+	Commit            string `json:"commit"`
+	ControllerRuntime string `json:"controllerRuntime"`
+}
+
+func machine() Machine {
+	m := Machine{CPUs: runtime.NumCPU()}
+	m.Model = procField("/proc/cpuinfo", "model name")
+	m.Memory = procField("/proc/meminfo", "MemTotal")
+	if k, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(k))
+	}
+	return m
+}
+
+func procField(path, key string) string {
+	data, _ := os.ReadFile(path)
+	for _, l := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == key {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+func versions(b *bench) Versions {
+	v := Versions{Go: runtime.Version()}
+	out := func(name string, args ...string) string {
+		o, err := exec.Command(name, args...).Output()
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(o))
+	}
+	if root, err := testenv.RepoRoot(); err == nil {
+		v.KubeAPIServer = out(filepath.Join(root, "bin", "kube-apiserver"), "--version")
+		v.Commit = out("git", "-C", root, "rev-parse", "--short", "HEAD")
+		if out("git", "-C", root, "status", "--porcelain", "--untracked-files=no") != "" {
+			v.Commit += " (with local changes)"
+		}
+	}
+	v.Resyncd = out(b.resyncd, "version")
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "sigs.k8s.io/controller-runtime" {
+				v.ControllerRuntime = d.Version
+			}
+		}
+	}
+	return v
+}
+
+// stat is the median of a figure over the repetitions, with its range.
+type stat struct {
+	Median, Min, Max float64
+	Count            int
+}
+
+func statOf(xs []float64) stat {
+	if len(xs) == 0 {
+		return stat{Median: math.NaN(), Min: math.NaN(), Max: math.NaN()}
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	m := s[len(s)/2]
+	if len(s)%2 == 0 {
+		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return stat{Median: m, Min: s[0], Max: s[len(s)-1], Count: len(s)}
+}
+
+// summary is the figures of one bench run.
+type summary struct {
+	res   *Results
+	sizes []sizeSummary
+}
+
+type sizeSummary struct {
+	N      int
+	Cold   map[string]stat // seconds
+	Steady map[string]steadyFig
+	// ColdRSS is the peak RSS of the cold process; SyncRSS the peak of the
+	// processes that keep the cluster in sync (steady, drift and after),
+	// the highest in each repetition; bytes.
+	ColdRSS, SyncRSS map[string]stat
+	Drift            map[string]driftFig
+	Targets          []target
+}
+
+type steadyFig struct {
+	Requests, Lists, Writes, DryRuns, Watches, Bytes, Pass stat
+}
+
+type driftFig struct {
+	Drifted, ChildWrites, StatusWrites, StillDrifted, AgainWrites stat
+}
+
+type target struct {
+	What, Want, Got string
+	Met             bool
+}
+
+func pick(samples []*Sample, contender, phase string, f func(*Sample) float64) stat {
+	var xs []float64
+	for _, s := range samples {
+		if s.Contender == contender && s.Phase == phase && s.Error == "" {
+			xs = append(xs, f(s))
+		}
+	}
+	return statOf(xs)
+}
+
+// firstSuffix keys a resyncd's first pass after its start.
+const firstSuffix = "/first"
+
+func trafficFig(ss []*Sample, c, phase string) steadyFig {
+	t := func(f func(Traffic) float64) stat {
+		return pick(ss, c, phase, func(s *Sample) float64 { return f(s.Traffic) })
+	}
+	return steadyFig{
+		Requests: t(func(t Traffic) float64 { return t.Requests }),
+		Lists:    t(func(t Traffic) float64 { return t.Lists }),
+		Writes:   t(Traffic.Writes),
+		DryRuns:  t(func(t Traffic) float64 { return t.DryRuns }),
+		Watches:  t(func(t Traffic) float64 { return t.Watches }),
+		Bytes:    t(func(t Traffic) float64 { return t.Bytes }),
+		Pass:     pick(ss, c, phase, func(s *Sample) float64 { return s.PassSeconds }),
+	}
+}
+
+// peakPerRep is the highest peak RSS of c's runs other than cold in each
+// repetition, over the repetitions.
+func peakPerRep(ss []*Sample, c string) stat {
+	peak := map[int]float64{}
+	for _, s := range ss {
+		if s.Contender == c && s.Phase != "cold" && s.Error == "" {
+			peak[s.Rep] = max(peak[s.Rep], float64(s.PeakRSS))
+		}
+	}
+	var peaks []float64
+	for _, p := range peak {
+		peaks = append(peaks, p)
+	}
+	return statOf(peaks)
+}
+
+func summarize(res *Results) *summary {
+	sum := &summary{res: res}
+	names := []string{resyncdName, resyncdServerName, crName, floorName, listName}
+	for _, n := range res.Sizes {
+		var ss []*Sample
+		for _, s := range res.Samples {
+			if s.N == n {
+				ss = append(ss, s)
+			}
+		}
+		z := sizeSummary{N: n, Cold: map[string]stat{}, Steady: map[string]steadyFig{}, ColdRSS: map[string]stat{}, SyncRSS: map[string]stat{}, Drift: map[string]driftFig{}}
+		for _, c := range names {
+			z.Cold[c] = pick(ss, c, "cold", func(s *Sample) float64 { return s.Seconds })
+			z.Steady[c] = trafficFig(ss, c, "steady")
+			if c == resyncdName || c == resyncdServerName {
+				z.Steady[c+firstSuffix] = trafficFig(ss, c, "first")
+			}
+			z.ColdRSS[c] = pick(ss, c, "cold", func(s *Sample) float64 { return float64(s.PeakRSS) })
+			z.SyncRSS[c] = peakPerRep(ss, c)
+			d := func(f func(*Sample) float64) stat { return pick(ss, c, "drift", f) }
+			z.Drift[c] = driftFig{
+				Drifted:      d(func(s *Sample) float64 { return float64(s.Drifted) }),
+				ChildWrites:  d(func(s *Sample) float64 { return s.Traffic.ChildWrites }),
+				StatusWrites: d(func(s *Sample) float64 { return s.Traffic.StatusWrites }),
+				StillDrifted: d(func(s *Sample) float64 { return float64(s.StillDrifted) }),
+				AgainWrites:  pick(ss, c, "again", func(s *Sample) float64 { return s.Traffic.Writes() }),
+			}
+		}
+		z.Targets = targets(z)
+		sum.sizes = append(sum.sizes, z)
+	}
+	return sum
+}
+
+func ratio(a, b stat) float64 { return a.Median / b.Median }
+
+func targets(z sizeSummary) []target {
+	var ts []target
+	st := z.Steady[resyncdName]
+	limit := 3*math.Ceil(float64(z.N)/500) + 3
+	ts = append(ts, target{
+		What: "steady pass: requests, all LIST, no write",
+		Want: fmt.Sprintf("≤ %.0f, all LIST, 0 writes", limit),
+		Got:  fmt.Sprintf("%.0f requests, %.0f LIST, %.0f writes", st.Requests.Median, st.Lists.Median, st.Writes.Median),
+		Met:  st.Requests.Max <= limit && st.Requests.Max == st.Lists.Max && st.Writes.Max == 0,
+	})
+	rf, rc := ratio(z.Cold[resyncdName], z.Cold[floorName]), ratio(z.Cold[resyncdName], z.Cold[crName])
+	ts = append(ts,
+		target{What: "cold convergence against the raw-SSA floor", Want: "≤ 1.3×", Got: fmt.Sprintf("%.2f×", rf), Met: rf <= 1.3},
+		target{What: "cold convergence against controller-runtime", Want: "≤ 0.5×", Got: fmt.Sprintf("%.2f×", rc), Met: rc <= 0.5})
+	rr := ratio(z.SyncRSS[resyncdName], z.SyncRSS[crName])
+	ts = append(ts, target{What: "peak RSS keeping the cluster in sync, against controller-runtime", Want: "≤ 0.33×", Got: fmt.Sprintf("%.2f×", rr), Met: rr <= 1.0/3})
+	rl := ratio(st.Pass, z.Steady[listName].Pass)
+	ts = append(ts, target{What: "steady pass against the raw paged LIST", Want: "≤ 1.2×", Got: fmt.Sprintf("%.2f×", rl), Met: rl <= 1.2})
+	d := z.Drift[resyncdName]
+	ts = append(ts, target{
+		What: "drift: child writes = drifted children, all repaired in one pass",
+		Want: "writes = drifted, 0 left",
+		Got: fmt.Sprintf("%.0f drifted, %.0f child writes, %.0f left, %.0f writes in the pass after",
+			d.Drifted.Median, d.ChildWrites.Median, d.StillDrifted.Max, d.AgainWrites.Max),
+		Met: d.ChildWrites.Max == d.Drifted.Max && d.ChildWrites.Min == d.Drifted.Min && d.StillDrifted.Max == 0 && d.AgainWrites.Max == 0,
+	})
+	return ts
+}
+
+var labels = map[string]string{
+	resyncdName:                     "resyncd",
+	resyncdName + firstSuffix:       "resyncd, first pass after a start",
+	resyncdServerName:               "resyncd, driftCheck server",
+	resyncdServerName + firstSuffix: "resyncd, driftCheck server, first pass",
+	crName:                          "controller-runtime",
+	floorName:                       "raw-SSA floor",
+	listName:                        "raw paged LIST",
+}
+
+func num(s stat, format string) string {
+	if math.IsNaN(s.Median) {
+		return "—"
+	}
+	return fmt.Sprintf(format, s.Median)
+}
+
+func spread(s stat, format string) string {
+	if math.IsNaN(s.Median) {
+		return "—"
+	}
+	if s.Min == s.Max {
+		return fmt.Sprintf(format, s.Median)
+	}
+	return fmt.Sprintf(format+" ("+format+"–"+format+")", s.Median, s.Min, s.Max)
+}
+
+func times(a, b stat) string {
+	r := ratio(a, b)
+	if math.IsNaN(r) || math.IsInf(r, 0) {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f×", r)
+}
+
+func mib(s stat) stat {
+	return stat{Median: s.Median / (1 << 20), Min: s.Min / (1 << 20), Max: s.Max / (1 << 20), Count: s.Count}
+}
+
+func kib(s stat) stat {
+	return stat{Median: s.Median / 1024, Min: s.Min / 1024, Max: s.Max / 1024, Count: s.Count}
+}
+
+// tables renders the figures of every size as Markdown tables.
+func (sum *summary) tables() string {
+	var b bytes.Buffer
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	for _, z := range sum.sizes {
+		p("### N = %d\n\n", z.N)
+		p("Cold convergence: every HttpService new, no child, no status, until every child exists and every status is written.\n\n")
+		p("| contender | seconds, median (range) | against the floor | against controller-runtime |\n|---|---|---|---|\n")
+		for _, c := range []string{resyncdName, resyncdServerName, crName, floorName} {
+			p("| %s | %s | %s | %s |\n", labels[c], spread(z.Cold[c], "%.1f"), times(z.Cold[c], z.Cold[floorName]), times(z.Cold[c], z.Cold[crName]))
+		}
+		p("\nSteady pass, everything in sync: a pass of a running resyncd, the first pass after a start (nothing remembered),\n")
+		p("controller-runtime's restart until every parent is reconciled, and the raw LIST:\n\n")
+		p("| contender | requests | LIST | WATCH | writes | dry runs | KiB received | seconds | against the raw LIST |\n|---|---|---|---|---|---|---|---|---|\n")
+		for _, c := range []string{resyncdName, resyncdName + firstSuffix, resyncdServerName, resyncdServerName + firstSuffix, crName, listName} {
+			s := z.Steady[c]
+			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", labels[c], num(s.Requests, "%.0f"), num(s.Lists, "%.0f"), num(s.Watches, "%.0f"),
+				num(s.Writes, "%.0f"), num(s.DryRuns, "%.0f"), num(kib(s.Bytes), "%.0f"), spread(s.Pass, "%.2f"), times(s.Pass, z.Steady[listName].Pass))
+		}
+		p("\nPeak RSS: of the cold process, and of the processes that keep the cluster in sync (resyncd: the `resyncd run`\n")
+		p("of the steady and drift passes; controller-runtime: its restarts; the highest in each repetition):\n\n")
+		p("| contender | cold, MiB | in sync, MiB | in sync, against controller-runtime |\n|---|---|---|---|\n")
+		for _, c := range []string{resyncdName, resyncdServerName, crName, floorName, listName} {
+			p("| %s | %s | %s | %s |\n", labels[c], spread(mib(z.ColdRSS[c]), "%.0f"), spread(mib(z.SyncRSS[c]), "%.0f"), times(z.SyncRSS[c], z.SyncRSS[crName]))
+		}
+		p("\nDrift: %s of the children changed by another writer (Deployments scaled, Services' targetPort changed), then one run:\n\n", pct(sum.res.Drift))
+		p("| contender | drifted | child writes | status writes | left drifted | writes in the pass after |\n|---|---|---|---|---|---|\n")
+		for _, c := range []string{resyncdName, resyncdServerName, crName} {
+			d := z.Drift[c]
+			p("| %s | %s | %s | %s | %s | %s |\n", labels[c], num(d.Drifted, "%.0f"), spread(d.ChildWrites, "%.0f"), spread(d.StatusWrites, "%.0f"),
+				spread(d.StillDrifted, "%.0f"), spread(d.AgainWrites, "%.0f"))
+		}
+		p("\nTargets:\n\n| target | wanted | measured | met |\n|---|---|---|---|\n")
+		for _, t := range z.Targets {
+			met := "no"
+			if t.Met {
+				met = "yes"
+			}
+			p("| %s | %s | %s | %s |\n", t.What, t.Want, t.Got, met)
+		}
+		p("\n")
+	}
+	return b.String()
+}
+
+func pct(f float64) string { return fmt.Sprintf("%g%%", f*100) }
+
+func (sum *summary) table() string { return sum.tables() }
+
+// markdown is docs/benchmarks.md: how the figures were made, then the figures.
+func (sum *summary) markdown(jsonPath string) string {
+	r := sum.res
+	var b bytes.Buffer
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p("%s", docIntro)
+	p("## Latest run\n\n")
+	p("- Date: %s; %d repetitions of each measurement, figures are medians; the bench took %.0f s.\n", r.Date, r.Reps, r.Seconds)
+	p("- Machine: %d CPUs (%s), %s memory, Linux %s.\n", r.Machine.CPUs, r.Machine.Model, r.Machine.Memory, r.Machine.Kernel)
+	p("- Versions: %s; resyncd %s (commit %s); %s; controller-runtime %s.\n", r.Versions.KubeAPIServer, r.Versions.Resyncd,
+		r.Versions.Commit, r.Versions.Go, r.Versions.ControllerRuntime)
+	if jsonPath != "" {
+		p("- Every sample: [`%s`](../%s).\n", filepath.ToSlash(jsonPath), filepath.ToSlash(jsonPath))
+	}
+	p("\n%s", sum.tables())
+	return b.String()
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"k8s.io/client-go/rest"
+)
+
+// benchResources are the collections the contenders read and write; the
+// API server's own traffic (leases, endpoints, its discovery) is left out.
+var benchResources = map[string]bool{"httpservices": true, "deployments": true, "services": true, "horizontalpodautoscalers": true}
+
+// Traffic is what the API server counted for the bench collections, from
+// its own apiserver_request_total and apiserver_response_sizes.
+type Traffic struct {
+	Requests     float64 `json:"requests"`
+	Lists        float64 `json:"lists"`
+	Gets         float64 `json:"gets"`
+	Watches      float64 `json:"watches"`
+	ChildWrites  float64 `json:"childWrites"`
+	StatusWrites float64 `json:"statusWrites"`
+	OtherWrites  float64 `json:"otherWrites"`
+	DryRuns      float64 `json:"dryRuns"`
+	// Bytes is what the API server sent: the sizes of GET and LIST
+	// responses (it records no size for writes) and of watch events.
+	Bytes float64 `json:"bytes"`
+}
+
+// Writes is every write that was not a dry run.
+func (t Traffic) Writes() float64 { return t.ChildWrites + t.StatusWrites + t.OtherWrites }
+
+func (t Traffic) sub(o Traffic) Traffic {
+	return Traffic{
+		Requests: t.Requests - o.Requests, Lists: t.Lists - o.Lists, Gets: t.Gets - o.Gets, Watches: t.Watches - o.Watches,
+		ChildWrites: t.ChildWrites - o.ChildWrites, StatusWrites: t.StatusWrites - o.StatusWrites,
+		OtherWrites: t.OtherWrites - o.OtherWrites, DryRuns: t.DryRuns - o.DryRuns, Bytes: t.Bytes - o.Bytes,
+	}
+}
+
+// scrapeTraffic reads the API server's /metrics.
+func scrapeTraffic(ctx context.Context, rc rest.Interface) (Traffic, error) {
+	raw, err := rc.Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return Traffic{}, fmt.Errorf("API server metrics: %w", err)
+	}
+	return parseTraffic(raw)
+}
+
+func parseTraffic(raw []byte) (Traffic, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(raw))
+	if err != nil {
+		return Traffic{}, fmt.Errorf("API server metrics: %w", err)
+	}
+	var t Traffic
+	for _, m := range fams["apiserver_request_total"].GetMetric() {
+		l := labelMap(m)
+		if !benchResources[l["resource"]] {
+			continue
+		}
+		v := m.GetCounter().GetValue()
+		t.Requests += v
+		switch l["verb"] {
+		case "LIST":
+			t.Lists += v
+		case "GET":
+			t.Gets += v
+		case "WATCH":
+			t.Watches += v
+		case "POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION":
+			switch {
+			case l["dry_run"] != "":
+				t.DryRuns += v
+			case l["resource"] == "httpservices" && l["subresource"] == "status":
+				t.StatusWrites += v
+			case l["resource"] == "httpservices":
+				t.OtherWrites += v
+			default:
+				t.ChildWrites += v
+			}
+		}
+	}
+	for _, name := range []string{"apiserver_response_sizes", "apiserver_watch_events_sizes"} {
+		for _, m := range fams[name].GetMetric() {
+			if benchResources[labelMap(m)["resource"]] {
+				t.Bytes += m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	return t, nil
+}
+
+func labelMap(m *dto.Metric) map[string]string {
+	l := map[string]string{}
+	for _, p := range m.GetLabel() {
+		l[p.GetName()] = p.GetValue()
+	}
+	return l
+}
