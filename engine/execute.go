@@ -71,7 +71,17 @@ func (e *Engine) execute(ctx context.Context, rs *resourceState, jobs []*job, re
 }
 
 // runJob makes one parent's writes in order: child writes, status, prunes.
+// It lets go of the rendered children and the parent when it is done.
 func (e *Engine) runJob(ctx context.Context, r *run, j *job) {
+	if err := e.materialize(r.rs, j); err != nil && j.failure == nil {
+		j.failure = &desired.Failure{Reason: "RenderFailed", Message: err.Error()}
+	}
+	defer func() {
+		for _, o := range j.ops {
+			o.desired = nil
+		}
+		j.parent = nil
+	}()
 	for _, o := range j.ops {
 		if !e.admit(r, j, o) {
 			continue

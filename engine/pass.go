@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -134,6 +136,8 @@ func (e *Engine) pass(ctx context.Context, rs *resourceState, rep *ResourceRepor
 		if err := e.checkOnServer(ctx, rs, jobs, rep); err != nil {
 			return err
 		}
+		// Parents whose every child the server found in sync.
+		jobs = slices.DeleteFunc(jobs, func(j *job) bool { return j.parent != nil && e.idle(rs, j) })
 		sortJobs(jobs)
 	}
 	if e.readOnly {
@@ -331,7 +335,7 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 			rep.count(k.Kind, stateMissing)
 			e.countDrift(rs, k.Kind, reasonMissing)
 			e.noteDrift(rep, Drift{Object: k.String(), Reason: reasonMissing, Desired: norm})
-			j.ops = append(j.ops, &op{kind: OpCreate, key: k, gvr: gvr, desired: d, fp: fp})
+			j.ops = append(j.ops, &op{kind: OpCreate, key: k, gvr: gvr, desired: e.kept(d), fp: fp})
 		case live.controlledBy(rs.parentGVK) && live.controller != p.GetUID():
 			// Left by an earlier parent of the same name: remove it first;
 			// a later pass creates the new one.
@@ -343,14 +347,14 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 		case e.cfg.DriftCheck == config.DriftCheckServer, mismatch && (e.readOnly || j.withheld != ""):
 			// Settled by a dry-run in checkOnServer, and counted there: in
 			// server mode always; otherwise when no write may settle it.
-			j.checks = append(j.checks, &op{kind: OpUpdate, key: k, gvr: gvr, desired: d, fp: fp, live: live, norm: norm})
+			j.checks = append(j.checks, &op{kind: OpUpdate, key: k, gvr: gvr, desired: e.kept(d), fp: fp, live: live, norm: e.keptNorm(norm)})
 			j.children = append(j.children, live)
 			continue
 		case mismatch:
 			rep.count(k.Kind, stateDrifted)
 			e.countDrift(rs, k.Kind, reasonChanged)
 			e.noteDrift(rep, Drift{Object: k.String(), Reason: reasonChanged, Live: e.liveFields(live, d), Desired: norm})
-			j.ops = append(j.ops, &op{kind: OpUpdate, key: k, gvr: gvr, desired: d, fp: fp, live: live})
+			j.ops = append(j.ops, &op{kind: OpUpdate, key: k, gvr: gvr, desired: e.kept(d), fp: fp, live: live})
 			j.children = append(j.children, live)
 			if nextDrift(rs, k, now).passes == fightPasses {
 				j.fights = append(j.fights, k)
@@ -370,6 +374,54 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 	// HorizontalPodAutoscaler after autoscaling is switched off, are left
 	// for the orphan sweep in plan, which sees they are unclaimed.
 	return j
+}
+
+// kept is d if the engine keeps whole objects (`resyncd diff`); otherwise
+// nil: a plan holds fingerprints, and materialize renders the parent again
+// when its writes are made, so that a pass with thousands of writes ahead
+// does not hold every rendered child at once.
+func (e *Engine) kept(d *unstructured.Unstructured) *unstructured.Unstructured {
+	if e.keepFields {
+		return d
+	}
+	return nil
+}
+
+// keptNorm is kept for the normalized form the report shows.
+func (e *Engine) keptNorm(m map[string]any) map[string]any {
+	if e.keepFields {
+		return m
+	}
+	return nil
+}
+
+// materialize gives every op and check of j that lacks it its desired
+// object, rendering the parent again: rendering depends on the parent
+// alone, so it gives what the plan compared.
+func (e *Engine) materialize(rs *resourceState, j *job) error {
+	var missing []*op
+	for _, o := range append(j.ops[:len(j.ops):len(j.ops)], j.checks...) {
+		if o.kind != OpDelete && o.desired == nil {
+			missing = append(missing, o)
+		}
+	}
+	if len(missing) == 0 || j.parent == nil {
+		return nil
+	}
+	g, err := rs.renderer.Render(j.parent)
+	if err != nil {
+		return err
+	}
+	byKey := map[childKey]*unstructured.Unstructured{}
+	for _, d := range g.Children {
+		byKey[keyOf(d)] = d
+	}
+	for _, o := range missing {
+		if o.desired = byKey[o.key]; o.desired == nil {
+			return fmt.Errorf("%s is no longer rendered", o.key)
+		}
+	}
+	return nil
 }
 
 // noteDrift keeps d in the report when the engine keeps whole objects (for

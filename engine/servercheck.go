@@ -23,8 +23,14 @@ func (e *Engine) checkOnServer(ctx context.Context, rs *resourceState, jobs []*j
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(e.cfg.Apply.Concurrency)
 	for _, j := range jobs {
-		for _, o := range j.checks {
-			g.Go(func() error {
+		if len(j.checks) == 0 {
+			continue
+		}
+		g.Go(func() error {
+			if err := e.materialize(rs, j); err != nil {
+				return err
+			}
+			for _, o := range j.checks {
 				drifted, err := e.dryRun(gctx, o)
 				if err != nil {
 					if gctx.Err() != nil {
@@ -33,27 +39,38 @@ func (e *Engine) checkOnServer(ctx context.Context, rs *resourceState, jobs []*j
 					// The write itself will meet the error and report it.
 					drifted = true
 				}
-				mu.Lock()
-				defer mu.Unlock()
-				if !drifted {
-					if e.cfg.DriftCheck != config.DriftCheckServer {
-						rs.rememberNoop(o.live, o.fp) // tier 1 was wrong: do not ask again
-						if e.metrics != nil {
-							e.metrics.falsePositives.WithLabelValues(rs.name, o.key.Kind).Inc()
-						}
-					}
-					rep.count(o.key.Kind, stateInSync)
-					return nil
-				}
-				rep.count(o.key.Kind, stateDrifted)
-				e.countDrift(rs, o.key.Kind, reasonChanged)
-				e.noteDrift(rep, Drift{Object: o.key.String(), Reason: reasonChanged, Live: e.liveFields(o.live, o.desired), Desired: o.norm})
-				j.ops = append(j.ops, o)
-				return nil
-			})
-		}
+				e.settleCheck(rs, j, o, drifted, &mu, rep)
+			}
+			j.checks = nil
+			return nil
+		})
 	}
 	return g.Wait()
+}
+
+// settleCheck books a dry-run's verdict: a drifted child gets an update in
+// its job; for one in sync, a tier-1 mismatch was a false positive.
+func (e *Engine) settleCheck(rs *resourceState, j *job, o *op, drifted bool, mu *sync.Mutex, rep *ResourceReport) {
+	if drifted {
+		j.ops = append(j.ops, o)
+	} else {
+		o.desired = e.kept(o.desired)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !drifted {
+		if e.cfg.DriftCheck != config.DriftCheckServer {
+			rs.rememberNoop(o.live, o.fp) // tier 1 was wrong: do not ask again
+			if e.metrics != nil {
+				e.metrics.falsePositives.WithLabelValues(rs.name, o.key.Kind).Inc()
+			}
+		}
+		rep.count(o.key.Kind, stateInSync)
+		return
+	}
+	rep.count(o.key.Kind, stateDrifted)
+	e.countDrift(rs, o.key.Kind, reasonChanged)
+	e.noteDrift(rep, Drift{Object: o.key.String(), Reason: reasonChanged, Live: e.liveFields(o.live, o.desired), Desired: o.norm})
 }
 
 // dryRun reports whether applying o would change the live object.
