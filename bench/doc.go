@@ -9,7 +9,8 @@ contender measured in the same run, never absolute targets: timings on another
 machine differ, ratios much less. ` + "`make test`" + ` never asserts a timing.
 
 This file is written by the bench (` + "`bench/`" + `); the raw samples are in
-` + "`bench/results/`" + `.
+` + "`bench/results/`" + `. ` + "`make bench-quick`" + ` runs it at N = 200 for development, and
+` + "`BENCH_FLAGS=\"-profile DIR\"`" + ` adds pprof CPU and heap profiles of every resyncd run.
 
 ## What runs
 
@@ -23,7 +24,7 @@ This file is written by the bench (` + "`bench/`" + `); the raw samples are in
   health check, so two children each (Deployment and Service).
 - **The contenders**, each its own process, one at a time, against the same
   objects:
-  - **resyncd**: ` + "`resyncd once`" + ` with the default configuration
+  - **resyncd**: ` + "`resyncd once`" + ` (cold) and ` + "`resyncd run`" + ` (steady, drift) with the default configuration
     (` + "`driftCheck: local`" + `, ` + "`pageSize: 500`" + `, ` + "`apply.concurrency: 8`" + `) but for
     ` + "`apply.qps`" + `, ` + "`apply.burst`" + ` and ` + "`apply.maxWritesPerPass`" + `, lifted so that the
     server is the limit. With the defaults (50 writes/s, 2,000 writes a pass), cold
@@ -46,27 +47,36 @@ This file is written by the bench (` + "`bench/`" + `); the raw samples are in
 
 ## How each figure is made
 
-Each repetition starts from N new HttpServices with no child and no status, and
-runs each contender in turn (the order rotates between repetitions):
+For each N, each contender in turn:
 
-1. **Cold**: the contender converges the cluster. Time is wall time from exec to
-   exit, or, for controller-runtime, to its own report that every parent was
+1. **Cold**: N new HttpServices with no child and no status; the contender
+   converges the cluster. Time is wall time from exec to exit (` + "`resyncd once`" + `, the
+   floor) or, for controller-runtime, to its own report that every parent was
    reconciled without error. The bench then checks that every child exists and
-   every status carries the current observedGeneration.
-2. **Steady**: the contender runs again on the converged cluster: one pass for
-   resyncd; for controller-runtime a restart, until every parent is reconciled
-   again (what a resync or a new leader costs it). The raw LIST runs here too. The
-   "seconds" column is what the process timed itself: resyncd's pass duration, the
-   LIST loop, controller-runtime's start to reconciled.
+   every status carries the current observedGeneration. Repeated ` + "`-reps`" + ` times up to
+   N = 2,000; above, once, as it takes minutes per contender.
+2. **Steady**, on the cluster the contender converged: for resyncd, one
+   ` + "`resyncd run`" + ` whose passes the bench starts with SIGUSR1 (the interval is a
+   day): its first pass (nothing remembered from an earlier pass: what a restart
+   costs), then ` + "`-reps`" + ` rounds of a steady pass, drift and two more passes. For
+   controller-runtime, a restart until every parent is reconciled again (what a
+   resync or a new leader costs it). The raw LIST runs beside resyncd's steady
+   pass. The "seconds" column is what the process timed itself: resyncd's pass
+   duration, the LIST loop, controller-runtime's start to reconciled.
 3. **Drift**: 5% of the children, picked at random, are changed by another field
-   manager, as ` + "`kubectl scale`" + ` or an edit would; then the contender runs once, and
-   resyncd once more. The bench reads back every drifted child.
+   manager, as ` + "`kubectl scale`" + ` or an edit would (Deployments scaled to 5,
+   Services' targetPort changed); then one resyncd pass, and one more to show
+   nothing is left, or one controller-runtime restart. The bench reads back every
+   drifted child. resyncd's status writes there are ` + "`status.lastAppliedTime`" + ` of the
+   parents whose children it repaired.
 
 Requests and bytes come from the API server's own metrics
-(` + "`apiserver_request_total`" + `, ` + "`apiserver_response_sizes`" + `), scraped before and after
-each run and restricted to the four collections the contenders use, so the
-server's own traffic is left out (so is discovery, a few requests at each process
-start). Watch streams have no response size: controller-runtime's bytes exclude
-its watch events. Peak RSS is the process's maximum resident set (getrusage).
+(` + "`apiserver_request_total`" + `, ` + "`apiserver_response_sizes`" + `, ` + "`apiserver_watch_events_sizes`" + `),
+scraped before and after each run and restricted to the four collections the
+contenders use. The server's own requests to them are not told apart: its
+ClusterIP repair loop LISTs every Service every 3 minutes, so a run that spans
+one counts one more LIST (medians hide it). Discovery is left out (a few
+requests at each process start). The API server records no size for write
+responses. Peak RSS is the process's VmHWM, sampled every 10 ms.
 
 `
