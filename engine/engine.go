@@ -61,6 +61,10 @@ type resourceState struct {
 	// last pass read; nextMemo is filled by this pass and replaces it, as
 	// nextNoops does.
 	memo, nextMemo map[memoKey]memoEntry
+	// idle holds the parents the last pass found with nothing to do, by
+	// UID and resourceVersion, with the children it compared; nextIdle is
+	// filled by this pass and replaces it.
+	idle, nextIdle map[memoKey][]syncedChild
 	// now holds a request to start the next pass early; see PassNow.
 	now chan struct{}
 	// parentKind is the kind of the parents, learnt from the first LIST.
@@ -77,6 +81,14 @@ type driftRecord struct {
 type memoKey struct {
 	uid             types.UID
 	resourceVersion string
+}
+
+// syncedChild is a child a pass found in sync: the version it compared and
+// the fingerprint of what it desired.
+type syncedChild struct {
+	key             childKey
+	resourceVersion string
+	desired         fingerprint
 }
 
 // memoEntry is what reducing a child at one version found.
@@ -158,7 +170,7 @@ func New(cfg *config.Config, opts Options) (*Engine, error) {
 		gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
 		rs := &resourceState{
 			cfg: r, name: r.Name(), gvr: gvr, renderer: rd, selector: sel,
-			noops: map[noopKey]bool{}, drift: map[childKey]driftRecord{}, memo: map[memoKey]memoEntry{}, now: make(chan struct{}, 1),
+			noops: map[noopKey]bool{}, drift: map[childKey]driftRecord{}, memo: map[memoKey]memoEntry{}, idle: map[memoKey][]syncedChild{}, now: make(chan struct{}, 1),
 		}
 		e.resources = append(e.resources, rs)
 		e.metrics.initialize(rs)

@@ -81,8 +81,9 @@ type job struct {
 	priority int32
 	ops      []*op
 	prunes   []*op
-	checks   []*op      // driftCheck server: children to dry-run
-	fights   []childKey // children changed by another writer fightPasses passes in a row
+	checks   []*op         // driftCheck server: children to dry-run
+	synced   []syncedChild // children found in sync
+	fights   []childKey    // children changed by another writer fightPasses passes in a row
 
 	children []*liveChild // live children, for the status
 	failure  *desired.Failure
@@ -120,9 +121,11 @@ func (e *Engine) SyncResource(ctx context.Context, i int) (ResourceReport, error
 func (e *Engine) pass(ctx context.Context, rs *resourceState, rep *ResourceReport) error {
 	rs.nextNoops = map[noopKey]bool{}
 	rs.nextMemo = make(map[memoKey]memoEntry, len(rs.memo))
+	rs.nextIdle = make(map[memoKey][]syncedChild, len(rs.idle))
 	defer func() {
 		rs.noops, rs.nextNoops = rs.nextNoops, nil
 		rs.memo, rs.nextMemo = rs.nextMemo, nil
+		rs.idle, rs.nextIdle = rs.nextIdle, nil
 	}()
 	children, err := e.readChildren(ctx, rs)
 	if err != nil {
@@ -200,6 +203,9 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 		}
 		p.SetManagedFields(nil) // not needed; the largest part of a small object
 		rep.Parents++
+		if e.stillIdle(rs, p, children, byController[p.GetUID()], claimed, rep) {
+			return nil
+		}
 		j := e.planParent(rs, p, children, claimed, seenDrift, now, rep)
 		if j.failure == nil {
 			// Children it no longer renders, for example the
@@ -214,6 +220,8 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 		}
 		if !e.idle(rs, j) {
 			jobs = append(jobs, j)
+		} else if e.cfg.DriftCheck != config.DriftCheckServer && !e.keepFields {
+			rs.nextIdle[memoKey{uid: p.GetUID(), resourceVersion: p.GetResourceVersion()}] = j.synced
 		}
 		return nil
 	})
@@ -244,6 +252,38 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 	}
 	sortJobs(jobs)
 	return jobs, nil
+}
+
+// stillIdle says whether p is as the last pass left it with nothing to do:
+// the same version of the parent, the same versions of the children it
+// compared, and no other child of its own. Then rendering, comparing and
+// the status would come out the same, and are skipped; the children are
+// counted in sync and claimed, and what tier 2 learnt of them is kept.
+func (e *Engine) stillIdle(rs *resourceState, p *unstructured.Unstructured, children map[childKey]*liveChild,
+	mine []*liveChild, claimed map[childKey]bool, rep *ResourceReport) bool {
+	key := memoKey{uid: p.GetUID(), resourceVersion: p.GetResourceVersion()}
+	synced, ok := rs.idle[key]
+	if !ok {
+		return false
+	}
+	for _, s := range synced {
+		c := children[s.key]
+		if c == nil || c.resourceVersion != s.resourceVersion || c.controller != p.GetUID() {
+			return false
+		}
+	}
+	for _, c := range mine {
+		if !slices.ContainsFunc(synced, func(s syncedChild) bool { return s.key == c.key }) {
+			return false
+		}
+	}
+	for _, s := range synced {
+		claimed[s.key] = true
+		rep.count(s.key.Kind, stateInSync)
+		e.isNoop(rs, children[s.key], s.desired) // carries a remembered no-op on
+	}
+	rs.nextIdle[key] = synced
+	return true
 }
 
 // planPrune adds to j the deletion of c, a child no parent wants.
@@ -362,6 +402,7 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 		default:
 			rep.count(k.Kind, stateInSync)
 			j.children = append(j.children, live)
+			j.synced = append(j.synced, syncedChild{key: k, resourceVersion: live.resourceVersion, desired: fp})
 			continue
 		}
 		rec := nextDrift(rs, k, now)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -8,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/resyncd/resyncd/desired"
 )
 
 // forceApply server-side applies body to a Deployment as another manager.
@@ -225,4 +228,59 @@ func TestPruneParentGone(t *testing.T) {
 	if got.GetUID() != recreated.GetUID() {
 		t.Errorf("the re-created Service was deleted by a stale plan")
 	}
+}
+
+// TestIdleParentsRemembered: a parent the last pass left with nothing to
+// do is not rendered again while it and its children keep their versions;
+// any change to either brings it back into the plan.
+func TestIdleParentsRemembered(t *testing.T) {
+	h := newHarness(t, testConfig("idle"))
+	h.namespace("idle")
+	p := h.createParent("idle", "web", map[string]any{"image": "nginx", "port": int64(80), "replicas": int64(2)})
+	h.sync()
+	h.sync()
+	rs := h.engine.resources[0]
+	if len(rs.idle) != 1 {
+		t.Fatalf("after a pass with nothing to do, %d parents remembered as idle, want 1", len(rs.idle))
+	}
+	// A renderer that fails shows whether the parent is rendered again.
+	rs.renderer = failingRenderer{rs.renderer}
+	if rep := h.sync(); rep.InSync != 2 || rep.Stalled != 0 || len(rs.idle) != 1 {
+		t.Fatalf("unchanged parent: %+v, %d idle; want 2 in sync and no rendering", rep, len(rs.idle))
+	}
+	rs.renderer = rs.renderer.(failingRenderer).Renderer
+
+	// Another writer scales the Deployment: its version changes.
+	h.log.reset()
+	patch := []byte(`{"spec":{"replicas":5}}`)
+	if _, err := h.cs.AppsV1().Deployments("idle").Patch(t.Context(), "web", types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "kubectl-scale"}); err != nil {
+		t.Fatal(err)
+	}
+	if rep := h.sync(); rep.Updated != 1 {
+		t.Errorf("after a child changed: %d updates, want 1", rep.Updated)
+	}
+	h.sync()
+
+	// The parent's spec changes: its version changes.
+	p = h.mustGet(httpServices, "idle", "web")
+	if err := unstructured.SetNestedField(p.Object, "nginx:1.27", "spec", "image"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.dyn.Resource(httpServices).Namespace("idle").Update(t.Context(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if rep := h.sync(); rep.Updated != 1 {
+		t.Errorf("after the spec changed: %d updates, want 1", rep.Updated)
+	}
+	d := h.mustGet(deployments, "idle", "web")
+	if img := d.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["image"]; img != "nginx:1.27" {
+		t.Errorf("image = %v, want nginx:1.27", img)
+	}
+}
+
+// failingRenderer renders nothing.
+type failingRenderer struct{ desired.Renderer }
+
+func (failingRenderer) Render(*unstructured.Unstructured) (desired.Graph, error) {
+	return desired.Graph{}, errors.New("rendered again")
 }
