@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -40,32 +39,47 @@ type run struct {
 	logged int
 }
 
-// execute runs the jobs in order, in batches of about apply.batchSize
-// writes with apply.concurrency workers. Once ctx ends no new batch starts;
-// the batch in flight finishes, so no parent is left half-written.
+// execute runs the jobs in order with apply.concurrency workers, each
+// taking the next job as soon as it is free. The jobs form batches of about
+// apply.batchSize writes: once ctx ends, no new batch starts, and the batch
+// in flight finishes, so no parent is left half-written.
 func (e *Engine) execute(ctx context.Context, rs *resourceState, jobs []*job, rep *ResourceReport) error {
 	r := &run{rs: rs, rep: rep}
 	r.budget.Store(int64(e.cfg.Apply.MaxWritesPerPass))
 	inFlight := context.WithoutCancel(ctx)
-	for start := 0; start < len(jobs); {
-		if ctx.Err() != nil {
-			for _, j := range jobs[start:] {
-				rep.Deferred += len(j.ops) + len(j.prunes)
+	batch := make([]int, len(jobs))
+	for i, writes := 0, 0; i < len(jobs); i++ {
+		if i > 0 {
+			batch[i] = batch[i-1]
+			if writes >= e.cfg.Apply.BatchSize {
+				batch[i]++
+				writes = 0
 			}
-			break
 		}
-		end, writes := start, 0
-		for end < len(jobs) && (end == start || writes < e.cfg.Apply.BatchSize) {
-			writes += len(jobs[end].ops) + len(jobs[end].prunes) + 1
-			end++
+		writes += len(jobs[i].ops) + len(jobs[i].prunes) + 1
+	}
+	var mu sync.Mutex
+	next := 0
+	take := func() *job {
+		mu.Lock()
+		defer mu.Unlock()
+		if next == len(jobs) || (ctx.Err() != nil && (next == 0 || batch[next] != batch[next-1])) {
+			return nil
 		}
-		g := &errgroup.Group{}
-		g.SetLimit(e.cfg.Apply.Concurrency)
-		for _, j := range jobs[start:end] {
-			g.Go(func() error { e.runJob(inFlight, r, j); return nil })
-		}
-		_ = g.Wait()
-		start = end
+		next++
+		return jobs[next-1]
+	}
+	var wg sync.WaitGroup
+	for range min(e.cfg.Apply.Concurrency, len(jobs)) {
+		wg.Go(func() {
+			for j := take(); j != nil; j = take() {
+				e.runJob(inFlight, r, j)
+			}
+		})
+	}
+	wg.Wait()
+	for _, j := range jobs[next:] {
+		rep.Deferred += len(j.ops) + len(j.prunes)
 	}
 	return ctx.Err()
 }
