@@ -145,8 +145,12 @@ func orchestrate(args []string) error {
 	coldMax := fs.Int("cold-reps-up-to", 2000, "repeat cold convergence -reps times up to this N; above it, run it once")
 	only := fs.String("only", "", "run only these contenders, comma-separated (development)")
 	profile := fs.String("profile", "", "write pprof CPU and heap profiles of every resyncd run into this directory")
+	from := fs.String("from", "", "write the report of this results file (-out of an earlier run) to -doc, and run nothing")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *from != "" {
+		return reportFrom(*from, *doc)
 	}
 	ns, err := parseSizes(*sizes)
 	if err != nil {
@@ -228,6 +232,24 @@ func (b *bench) runAll(ctx context.Context, res *Results, sizes []int, reps int,
 		}
 	}
 	return nil
+}
+
+// reportFrom writes the report of an earlier run's results.
+func reportFrom(path, doc string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var res Results
+	if err := json.Unmarshal(data, &res); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	report := summarize(&res)
+	if doc == "" {
+		fmt.Print(report.table())
+		return nil
+	}
+	return os.WriteFile(doc, []byte(report.markdown(path)), 0o644)
 }
 
 func parseSizes(s string) ([]int, error) {
