@@ -106,4 +106,12 @@ func TestBenchRuns(t *testing.T) {
 	if !strings.Contains(string(md), "### N = 10") || !strings.Contains(string(md), "| resyncd |") {
 		t.Errorf("report has no table for N = 10:\n%s", md)
 	}
+	// -from writes the same report from the samples alone.
+	again := filepath.Join(dir, "again.md")
+	if out, err := exec.Command(filepath.Join(dir, "bench"), "-from", results, "-doc", again).CombinedOutput(); err != nil {
+		t.Fatalf("bench -from: %v\n%s", err, out)
+	}
+	if md2, err := os.ReadFile(again); err != nil || string(md2) != string(md) {
+		t.Errorf("bench -from wrote another report (%v)", err)
+	}
 }
