@@ -127,7 +127,7 @@ func (s *HTTPService) DeepCopyObject() runtime.Object {
 // DeepCopyObject implements runtime.Object.
 func (l *HTTPServiceList) DeepCopyObject() runtime.Object {
 	out := &HTTPServiceList{TypeMeta: l.TypeMeta}
-	l.ListMeta.DeepCopyInto(&out.ListMeta)
+	l.DeepCopyInto(&out.ListMeta)
 	if l.Items != nil {
 		out.Items = make([]HTTPService, len(l.Items))
 		for i := range l.Items {

@@ -236,7 +236,7 @@ func TestPruneParentGone(t *testing.T) {
 func TestIdleParentsRemembered(t *testing.T) {
 	h := newHarness(t, testConfig("idle"))
 	h.namespace("idle")
-	p := h.createParent("idle", "web", map[string]any{"image": "nginx", "port": int64(80), "replicas": int64(2)})
+	h.createParent("idle", "web", map[string]any{"image": "nginx", "port": int64(80), "replicas": int64(2)})
 	h.sync()
 	h.sync()
 	rs := h.engine.resources[0]
@@ -262,7 +262,7 @@ func TestIdleParentsRemembered(t *testing.T) {
 	h.sync()
 
 	// The parent's spec changes: its version changes.
-	p = h.mustGet(httpServices, "idle", "web")
+	p := h.mustGet(httpServices, "idle", "web")
 	if err := unstructured.SetNestedField(p.Object, "nginx:1.27", "spec", "image"); err != nil {
 		t.Fatal(err)
 	}
