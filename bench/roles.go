@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/pager"
 
@@ -23,16 +22,16 @@ import (
 	"github.com/resyncd/resyncd/desired"
 )
 
-// restConfig reads kubeconfig with no client-side rate limit: the
+// dynamicClient reads kubeconfig, with no client-side rate limit: the
 // contenders that use it bound themselves.
-func restConfig(kubeconfig, agent string) (*rest.Config, error) {
+func dynamicClient(kubeconfig, agent string) (dynamic.Interface, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return nil, err
 	}
 	cfg.QPS = -1
 	cfg.UserAgent = agent
-	return cfg, nil
+	return dynamic.NewForConfig(cfg)
 }
 
 // floorMain is the raw server-side-apply floor: one paged LIST of the
@@ -47,11 +46,7 @@ func floorMain(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := restConfig(*kubeconfig, "bench-floor")
-	if err != nil {
-		return err
-	}
-	client, err := dynamic.NewForConfig(cfg)
+	client, err := dynamicClient(*kubeconfig, "bench-floor")
 	if err != nil {
 		return err
 	}
@@ -155,11 +150,7 @@ func listMain(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := restConfig(*kubeconfig, "bench-list")
-	if err != nil {
-		return err
-	}
-	client, err := dynamic.NewForConfig(cfg)
+	client, err := dynamicClient(*kubeconfig, "bench-list")
 	if err != nil {
 		return err
 	}

@@ -67,7 +67,8 @@ type resourceState struct {
 	idle, nextIdle map[memoKey][]syncedChild
 	// now holds a request to start the next pass early; see PassNow.
 	now chan struct{}
-	// parentKind is the kind of the parents, learnt from the first LIST.
+	// parentGVK is the kind of the parents, learnt from the first parent
+	// LISTed, or from the LIST's kind when there is none.
 	parentGVK schema.GroupVersionKind
 }
 

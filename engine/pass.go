@@ -149,6 +149,7 @@ func (e *Engine) pass(ctx context.Context, rs *resourceState, rep *ResourceRepor
 	return e.execute(ctx, rs, jobs, rep)
 }
 
+// readChildren LISTs every kind of child and reduces each as it arrives.
 func (e *Engine) readChildren(ctx context.Context, rs *resourceState) (map[childKey]*liveChild, error) {
 	children := map[childKey]*liveChild{}
 	for _, ct := range rs.renderer.ChildTypes() {
