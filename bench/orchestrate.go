@@ -202,7 +202,7 @@ func orchestrate(args []string) error {
 		return runErr
 	}
 	report := summarize(res)
-	fmt.Print(report.table())
+	fmt.Print(report.tables())
 	if *doc != "" {
 		if err := os.WriteFile(*doc, []byte(report.markdown(*out)), 0o644); err != nil {
 			return err
@@ -246,7 +246,7 @@ func reportFrom(path, doc string) error {
 	}
 	report := summarize(&res)
 	if doc == "" {
-		fmt.Print(report.table())
+		fmt.Print(report.tables())
 		return nil
 	}
 	return os.WriteFile(doc, []byte(report.markdown(path)), 0o644)

@@ -328,8 +328,6 @@ func (sum *summary) tables() string {
 
 func pct(f float64) string { return fmt.Sprintf("%g%%", f*100) }
 
-func (sum *summary) table() string { return sum.tables() }
-
 // markdown is docs/benchmarks.md: how the figures were made, then the figures.
 func (sum *summary) markdown(jsonPath string) string {
 	r := sum.res

@@ -442,7 +442,7 @@ func (e *Engine) keptNorm(m map[string]any) map[string]any {
 // alone, so it gives what the plan compared.
 func (e *Engine) materialize(rs *resourceState, j *job) error {
 	var missing []*op
-	for _, o := range append(j.ops[:len(j.ops):len(j.ops)], j.checks...) {
+	for _, o := range slices.Concat(j.ops, j.checks) {
 		if o.kind != OpDelete && o.desired == nil {
 			missing = append(missing, o)
 		}
