@@ -47,7 +47,7 @@ func objectMeta(parent *unstructured.Unstructured) *metav1ac.ObjectMetaApplyConf
 	return metav1ac.ObjectMeta().
 		WithName(parent.GetName()).
 		WithNamespace(parent.GetNamespace()).
-		WithLabels(childLabels(parent.GetName())).
+		WithLabels(objectLabels(parent)).
 		WithOwnerReferences(metav1ac.OwnerReference().
 			WithAPIVersion(ref.APIVersion).WithKind(ref.Kind).WithName(ref.Name).WithUID(ref.UID).
 			WithController(true).WithBlockOwnerDeletion(true))

@@ -2,6 +2,7 @@ package desired
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +28,8 @@ const (
 	WithheldPaused = "paused"
 	// WithheldWarn: the resource's mode is warn.
 	WithheldWarn = "warn"
+	// WithheldDisabled: the parent carries resyncd.io/reconcile: disabled.
+	WithheldDisabled = "disabled"
 )
 
 type httpServiceStatus struct {
@@ -107,10 +110,19 @@ func judge(parent *unstructured.Unstructured, spec *httpServiceSpec, obs Observa
 			return cond(ConditionReady, metav1.ConditionFalse, "Drifted",
 					fmt.Sprintf("%d child writes needed; the resource is in warn mode, so resyncd does not make them", obs.Pending)),
 				cond(ConditionReconciling, metav1.ConditionFalse, "WarnMode", "The resource is in warn mode"), stalled
+		case WithheldDisabled:
+			return cond(ConditionReady, metav1.ConditionFalse, "Drifted",
+					fmt.Sprintf("%d child writes needed; the parent has %s: %s, so resyncd does not make them", obs.Pending, AnnotationReconcile, Disabled)),
+				cond(ConditionReconciling, metav1.ConditionFalse, "ReconcileDisabled", AnnotationReconcile+" is "+Disabled), stalled
 		}
 		msg := fmt.Sprintf("%d child writes queued for the next pass", obs.Pending)
 		return cond(ConditionReady, metav1.ConditionFalse, "WritesPending", msg),
 			cond(ConditionReconciling, metav1.ConditionTrue, "WritesPending", msg), stalled
+	}
+	if held := heldDrifted(obs.Held); held != "" {
+		msg := "Drifted children are held by " + AnnotationReconcile + ": " + Disabled + " and not repaired: " + held
+		return cond(ConditionReady, metav1.ConditionFalse, "ChildHeld", msg),
+			cond(ConditionReconciling, metav1.ConditionFalse, "ChildHeld", msg), stalled
 	}
 	idle := cond(ConditionReconciling, metav1.ConditionFalse, "Reconciled", "Every child is applied")
 	if !hasDep {
@@ -137,8 +149,30 @@ func judge(parent *unstructured.Unstructured, spec *httpServiceSpec, obs Observa
 		return cond(ConditionReady, metav1.ConditionFalse, "RollingOut", msg),
 			cond(ConditionReconciling, metav1.ConditionTrue, "RollingOut", msg), stalled
 	}
-	return cond(ConditionReady, metav1.ConditionTrue, "Available",
-		fmt.Sprintf("%d of %d replicas ready", ds.ReadyReplicas, want)), idle, stalled
+	msg := fmt.Sprintf("%d of %d replicas ready", ds.ReadyReplicas, want)
+	if len(obs.Held) > 0 {
+		msg += "; held by " + AnnotationReconcile + ": " + Disabled + " (in sync, not repaired if changed): " + heldNames(obs.Held)
+	}
+	return cond(ConditionReady, metav1.ConditionTrue, "Available", msg), idle, stalled
+}
+
+// heldDrifted names the drifted held children, or is empty.
+func heldDrifted(held []Held) string {
+	var names []string
+	for _, h := range held {
+		if h.Drifted {
+			names = append(names, h.Object)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+func heldNames(held []Held) string {
+	names := make([]string, len(held))
+	for i, h := range held {
+		names[i] = h.Object
+	}
+	return strings.Join(names, ", ")
 }
 
 func findChild(children []Child, kind, name string) (Child, bool) {

@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -70,6 +71,14 @@ func TestStatusConditions(t *testing.T) {
 			map[string]string{"Ready": "False/Drifted", "Reconciling": "False/Paused", "Stalled": "False/NoError"}},
 		{"warn with drift", spec, Observation{Pending: 1, Withheld: WithheldWarn},
 			map[string]string{"Ready": "False/Drifted", "Reconciling": "False/WarnMode", "Stalled": "False/NoError"}},
+		{"parent reconcile disabled", spec, Observation{Pending: 2, Withheld: WithheldDisabled},
+			map[string]string{"Ready": "False/Drifted", "Reconciling": "False/ReconcileDisabled", "Stalled": "False/NoError"}},
+		{"held child drifted", spec, Observation{Held: []Held{{Object: "Deployment/shop/web", Drifted: true}}, Children: []Child{deploymentChild(7, available)}},
+			map[string]string{"Ready": "False/ChildHeld", "Reconciling": "False/ChildHeld", "Stalled": "False/NoError"}},
+		{"held child in sync", spec, Observation{Held: []Held{{Object: "Deployment/shop/web"}}, Children: []Child{deploymentChild(7, available)}},
+			map[string]string{"Ready": "True/Available", "Reconciling": "False/Reconciled", "Stalled": "False/NoError"}},
+		{"name taken", spec, Observation{Failure: &Failure{Reason: "NameTaken", Message: "Service/shop/web exists"}, Children: []Child{deploymentChild(7, available)}},
+			map[string]string{"Ready": "False/Stalled", "Reconciling": "False/Stalled", "Stalled": "True/NameTaken"}},
 		{"stalled", spec, Observation{Failure: &Failure{Reason: "Invalid", Message: "Deployment.apps \"web\" is invalid"}},
 			map[string]string{"Ready": "False/Stalled", "Reconciling": "False/Stalled", "Stalled": "True/Invalid"}},
 		{"autoscaled counts what the autoscaler asked", map[string]any{"image": "nginx", "port": int64(80),
@@ -142,5 +151,25 @@ func TestStatusStable(t *testing.T) {
 	want := map[string]time.Time{"Ready": t0.Add(2 * time.Hour), "Reconciling": t0.Add(2 * time.Hour), "Stalled": t0}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("transition times (-want +got):\n%s", diff)
+	}
+}
+
+// TestStatusNamesHeldChild: a held child shows in the Ready message, in
+// sync or not, with the annotation that holds it.
+func TestStatusNamesHeldChild(t *testing.T) {
+	spec := map[string]any{"image": "nginx", "port": int64(8080)}
+	available := map[string]any{"observedGeneration": int64(7), "replicas": int64(1), "updatedReplicas": int64(1),
+		"readyReplicas": int64(1), "availableReplicas": int64(1)}
+	for _, drifted := range []bool{false, true} {
+		obs := Observation{Now: t0, Held: []Held{{Object: "Service/shop/web", Drifted: drifted}}, Children: []Child{deploymentChild(7, available)}}
+		m, err := HTTPService{}.Status(statusParent(spec, nil), obs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range decodeStatus(t, m).Conditions {
+			if c.Type == ConditionReady && (!strings.Contains(c.Message, "Service/shop/web") || !strings.Contains(c.Message, AnnotationReconcile)) {
+				t.Errorf("drifted=%v: Ready message %q does not name the held child and %s", drifted, c.Message, AnnotationReconcile)
+			}
+		}
 	}
 }

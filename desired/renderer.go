@@ -21,7 +21,38 @@ const (
 	LabelName = "app.kubernetes.io/name"
 	// LabelParent is the parent's name; the only label selectors use.
 	LabelParent = "resyncd.io/parent"
+	// LabelParentKind is the parent's kind and group, as ParentKind spells
+	// them: with LabelParent it names the parent of a child that has lost
+	// its ownerReference.
+	LabelParentKind = "resyncd.io/parent-kind"
 )
+
+// Annotations that whoever controls an object sets to steer resyncd.
+const (
+	// AnnotationAdopt set to "true" on an existing object that resyncd did
+	// not create lets the parent that renders an object of its name take it
+	// over.
+	AnnotationAdopt = "resyncd.io/adopt"
+	// AnnotationReconcile set to "disabled" on a child holds it: resyncd
+	// neither repairs nor prunes it. On a parent it withholds every write
+	// of the parent's children, as spec.paused does.
+	AnnotationReconcile = "resyncd.io/reconcile"
+	// AnnotationPrune set to "disabled" on a child makes resyncd release it
+	// instead of deleting it once no parent wants it.
+	AnnotationPrune = "resyncd.io/prune"
+	// Disabled is the value that turns AnnotationReconcile and
+	// AnnotationPrune on.
+	Disabled = "disabled"
+)
+
+// ParentKind is the value of LabelParentKind for parents of gk:
+// Kind.group, or Kind for the core group.
+func ParentKind(gk schema.GroupKind) string {
+	if gk.Group == "" {
+		return gk.Kind
+	}
+	return gk.Kind + "." + gk.Group
+}
 
 // ChildType is a kind of child object a renderer can produce.
 type ChildType struct {
@@ -62,6 +93,15 @@ type Failure struct {
 	Message string
 }
 
+// Held is a child that resyncd neither repairs nor prunes because it
+// carries resyncd.io/reconcile: disabled.
+type Held struct {
+	// Object is Kind/namespace/name.
+	Object string
+	// Drifted says the child differs from what the parent renders.
+	Drifted bool
+}
+
 // Observation is what the engine saw and did for one parent in a pass.
 type Observation struct {
 	// Now is the time of the pass.
@@ -77,6 +117,8 @@ type Observation struct {
 	Withheld string
 	// Failure is set when a permanent error blocks the parent.
 	Failure *Failure
+	// Held are the children that carry resyncd.io/reconcile: disabled.
+	Held []Held
 	// Applied is set when this pass changed a child.
 	Applied bool
 }
@@ -150,7 +192,16 @@ func ownerReference(parent *unstructured.Unstructured) metav1.OwnerReference {
 	}
 }
 
-// childLabels are the labels of every child of parent.
+// childLabels are the labels of the pods of parent's workloads.
 func childLabels(parent string) map[string]string {
 	return map[string]string{LabelName: parent, LabelManagedBy: ManagedByValue, LabelParent: parent}
+}
+
+// objectLabels are the labels of every child of parent: childLabels and
+// the parent's kind. Pods do not get the kind: a label added to a pod
+// template rolls out every Deployment.
+func objectLabels(parent *unstructured.Unstructured) map[string]string {
+	l := childLabels(parent.GetName())
+	l[LabelParentKind] = ParentKind(parent.GroupVersionKind().GroupKind())
+	return l
 }

@@ -74,3 +74,52 @@ func uidOf(o interface{ GetUID() types.UID }) types.UID {
 	}
 	return o.GetUID()
 }
+
+// TestOrphanDeletion: a parent deleted with propagationPolicy Orphan
+// leaves its children, the garbage collector removes their owner
+// references, and resyncd's next pass finds them no longer desired: the
+// Service is pruned, the Deployment, annotated resyncd.io/prune: disabled,
+// is released (no resyncd label, owner reference or field ownership) and
+// keeps running.
+func TestOrphanDeletion(t *testing.T) {
+	d := newDrill(t, "orphan")
+	d.createParent("web", map[string]any{"image": "nginx:1.27", "port": int64(8080), "replicas": int64(2)})
+	d.until("Ready", 500*time.Millisecond, 60*time.Second, func() bool {
+		return conditionOf(d.parent("web"), "Ready") == "True/Available"
+	})
+	patch := []byte(`{"metadata":{"annotations":{"resyncd.io/prune":"disabled"}}}`)
+	if _, err := d.cs.AppsV1().Deployments("orphan").Patch(t.Context(), "web", types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "sre"}); err != nil {
+		t.Fatal(err)
+	}
+	orphan := metav1.DeletePropagationOrphan
+	if err := d.dyn.Resource(httpServices).Namespace("orphan").Delete(t.Context(), "web", metav1.DeleteOptions{PropagationPolicy: &orphan}); err != nil {
+		t.Fatal(err)
+	}
+	// The collector removes the owner references, then the parent.
+	d.until("parent gone", 200*time.Millisecond, 60*time.Second, func() bool {
+		_, err := d.dyn.Resource(httpServices).Namespace("orphan").Get(t.Context(), "web", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	d.until("Service pruned", 200*time.Millisecond, 30*time.Second, func() bool {
+		_, err := d.cs.CoreV1().Services("orphan").Get(t.Context(), "web", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	dep, err := d.cs.AppsV1().Deployments("orphan").Get(t.Context(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("released Deployment: %v", err)
+	}
+	if _, ok := dep.Labels["app.kubernetes.io/managed-by"]; ok || len(dep.OwnerReferences) > 0 {
+		t.Errorf("Deployment not released: labels %v, owners %v", dep.Labels, dep.OwnerReferences)
+	}
+	for _, mf := range dep.ManagedFields {
+		if mf.Manager == "resyncd" {
+			t.Errorf("resyncd still manages fields of the released Deployment")
+		}
+	}
+	if dep.Status.AvailableReplicas != 2 {
+		t.Errorf("released Deployment has %d available replicas, want 2", dep.Status.AvailableReplicas)
+	}
+	if w := d.warnings(); len(w) > 0 {
+		t.Errorf("resyncd logged warnings: %v", w)
+	}
+}

@@ -65,6 +65,10 @@ type resourceState struct {
 	// UID and resourceVersion, with the children it compared; nextIdle is
 	// filled by this pass and replaces it.
 	idle, nextIdle map[memoKey][]syncedChild
+	// taken holds the children whose name the last pass found to be an
+	// object resyncd may not write; nextTaken is filled by this pass.
+	takenMu          sync.Mutex
+	taken, nextTaken map[childKey]bool
 	// now holds a request to start the next pass early; see PassNow.
 	now chan struct{}
 	// parentGVK is the kind of the parents, learnt from the first parent

@@ -44,7 +44,7 @@ func TestSyncCreatesThenSteady(t *testing.T) {
 		dep := h.mustGet(deployments, ns, name)
 		svc := h.mustGet(services, ns, name)
 		for _, child := range []*unstructured.Unstructured{dep, svc} {
-			if diff := cmp.Diff(map[string]string{"app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "resyncd", "resyncd.io/parent": name}, child.GetLabels()); diff != "" {
+			if diff := cmp.Diff(map[string]string{"app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "resyncd", "resyncd.io/parent": name, "resyncd.io/parent-kind": "HttpService.resyncd.io"}, child.GetLabels()); diff != "" {
 				t.Errorf("%s %s labels (-want +got):\n%s", child.GetKind(), key, diff)
 			}
 			refs := child.GetOwnerReferences()

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -150,11 +152,23 @@ func (r *run) add(f func(*ResourceReport)) {
 func (e *Engine) write(ctx context.Context, r *run, j *job, o *op) {
 	start := e.now()
 	var result *unstructured.Unstructured
-	err := e.paced(ctx, func() error {
-		var err error
-		result, err = e.send(ctx, o)
-		return err
-	})
+	var err error
+	switch o.kind {
+	case OpCreate:
+		if result, err = e.create(ctx, r, j, o); errors.Is(err, errTaken) {
+			return
+		}
+	case OpRelease:
+		err = e.release(ctx, o)
+	case OpDelete:
+		err = e.paced(ctx, isTransient, func() error { return e.delete(ctx, o) })
+	default:
+		err = e.paced(ctx, isTransient, func() error {
+			var err error
+			result, err = e.apply(ctx, o, "")
+			return err
+		})
+	}
 	outcome := e.settle(r, j, o, result, err)
 	if m := e.metrics; m != nil {
 		m.applies.WithLabelValues(r.rs.name, o.key.Kind, string(o.kind), outcome).Inc()
@@ -162,10 +176,10 @@ func (e *Engine) write(ctx context.Context, r *run, j *job, o *op) {
 	}
 }
 
-// paced makes one write: each try waits for the write limiter, and
-// transient errors are retried with capped backoff.
-func (e *Engine) paced(ctx context.Context, write func() error) error {
-	return retry.OnError(transientBackoff, isTransient, func() error {
+// paced makes one write: each try waits for the write limiter, and the
+// errors retriable says may pass are retried with capped backoff.
+func (e *Engine) paced(ctx context.Context, retriable func(error) bool, write func() error) error {
+	return retry.OnError(transientBackoff, retriable, func() error {
 		if err := e.limiter.Wait(ctx); err != nil {
 			return err
 		}
@@ -173,24 +187,44 @@ func (e *Engine) paced(ctx context.Context, write func() error) error {
 	})
 }
 
-func (e *Engine) send(ctx context.Context, o *op) (*unstructured.Unstructured, error) {
-	ri := e.client.Resource(o.gvr).Namespace(o.key.Namespace)
-	if o.kind == OpDelete {
-		uid := o.live.uid
-		policy := metav1.DeletePropagationBackground
-		return nil, ri.Delete(ctx, o.key.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: &policy})
+// delete deletes o's child, if it is still the object the plan saw.
+func (e *Engine) delete(ctx context.Context, o *op) error {
+	uid := o.live.uid
+	policy := metav1.DeletePropagationBackground
+	return e.client.Resource(o.gvr).Namespace(o.key.Namespace).Delete(ctx, o.key.Name,
+		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: &policy})
+}
+
+// apply server-side-applies o's desired child; with a resourceVersion,
+// the server refuses the apply unless the object has that version.
+func (e *Engine) apply(ctx context.Context, o *op, resourceVersion string) (*unstructured.Unstructured, error) {
+	obj := o.desired.Object
+	if resourceVersion != "" {
+		md, _ := obj["metadata"].(map[string]any)
+		md = maps.Clone(md)
+		md["resourceVersion"] = resourceVersion
+		obj = maps.Clone(obj)
+		obj["metadata"] = md
 	}
-	body, err := json.Marshal(o.desired.Object)
+	body, err := json.Marshal(obj)
 	if err != nil {
 		return nil, err
 	}
 	force := true
-	return ri.Patch(ctx, o.key.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: e.cfg.FieldManager, Force: &force})
+	return e.client.Resource(o.gvr).Namespace(o.key.Namespace).Patch(ctx, o.key.Name, types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: e.cfg.FieldManager, Force: &force})
 }
 
 // settle books the outcome of a write and returns the result label.
 func (e *Engine) settle(r *run, j *job, o *op, result *unstructured.Unstructured, err error) string {
 	switch {
+	case o.kind == OpRelease && apierrors.IsNotFound(err):
+		return "noop" // gone, or re-created: nothing of the plan's to release
+	case err == nil && o.kind == OpRelease:
+		r.add(func(rep *ResourceReport) { rep.Released++ })
+		j.applied = true
+		e.log.Info("Released", zap.String("object", o.key.String()))
+		return "success"
 	case err == nil && o.kind == OpDelete,
 		o.kind == OpDelete && (apierrors.IsNotFound(err) || apierrors.IsConflict(err)):
 		// Gone already, or re-created with another UID: the precondition
@@ -274,7 +308,7 @@ func (rs *resourceState) rememberNoop(live *liveChild, fp fingerprint) {
 // it differs from what the parent shows.
 func (e *Engine) writeStatus(ctx context.Context, r *run, j *job) {
 	obs := e.observe(j)
-	if j.failure != nil {
+	if obs.Failure != nil {
 		r.add(func(rep *ResourceReport) { rep.Stalled++ })
 	}
 	st, err := r.rs.renderer.Status(j.parent, obs)
@@ -299,7 +333,7 @@ func (e *Engine) writeStatus(ctx context.Context, r *run, j *job) {
 		return
 	}
 	start := e.now()
-	err = e.paced(ctx, func() error {
+	err = e.paced(ctx, isTransient, func() error {
 		force := true
 		_, err := e.client.Resource(r.rs.gvr).Namespace(j.parent.GetNamespace()).Patch(ctx, j.parent.GetName(),
 			types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: e.cfg.FieldManager, Force: &force}, "status")
@@ -332,7 +366,10 @@ func (e *Engine) writeStatus(ctx context.Context, r *run, j *job) {
 
 // observe is what the status of j's parent is computed from.
 func (e *Engine) observe(j *job) desired.Observation {
-	obs := desired.Observation{Now: e.now(), Pending: j.pending, Withheld: j.withheld, Failure: j.failure, Applied: j.applied}
+	obs := desired.Observation{Now: e.now(), Pending: j.pending, Withheld: j.withheld, Failure: j.failure, Applied: j.applied, Held: j.held}
+	if obs.Failure == nil && len(j.taken) > 0 {
+		obs.Failure = &desired.Failure{Reason: ReasonNameTaken, Message: strings.Join(j.taken, "; ")}
+	}
 	for _, c := range j.children {
 		obs.Children = append(obs.Children, c.summary())
 	}

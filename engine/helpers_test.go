@@ -73,11 +73,17 @@ type harness struct {
 
 func newHarness(t *testing.T, cfg *config.Config) *harness {
 	t.Helper()
+	return newHarnessWith(t, cfg, desired.DefaultRegistry())
+}
+
+// newHarnessWith is newHarness with the renderers of renderers.
+func newHarnessWith(t *testing.T, cfg *config.Config, renderers desired.Registry) *harness {
+	t.Helper()
 	log := &requestLog{}
 	rc := rest.CopyConfig(env.Config)
 	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { log.next = rt; return log })
 	reg := prometheus.NewRegistry()
-	e, err := New(cfg, Options{Config: rc, Renderers: desired.DefaultRegistry(), Metrics: NewMetrics(reg), Log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))})
+	e, err := New(cfg, Options{Config: rc, Renderers: renderers, Metrics: NewMetrics(reg), Log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +111,13 @@ func (h *harness) createParent(ns, name string, spec map[string]any) *unstructur
 		h.t.Fatalf("create %s/%s: %v", ns, name, err)
 	}
 	return got
+}
+
+func (h *harness) deleteParent(ns, name string) {
+	h.t.Helper()
+	if err := h.dyn.Resource(httpServices).Namespace(ns).Delete(h.t.Context(), name, metav1.DeleteOptions{}); err != nil {
+		h.t.Fatalf("delete %s/%s: %v", ns, name, err)
+	}
 }
 
 func (h *harness) get(gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {

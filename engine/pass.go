@@ -28,6 +28,9 @@ const (
 	OpUpdate Operation = "update"
 	OpStatus Operation = "status"
 	OpDelete Operation = "delete"
+	// OpRelease lets go of a child with resyncd.io/prune: disabled instead
+	// of deleting it.
+	OpRelease Operation = "release"
 )
 
 func (o Operation) class() int {
@@ -60,6 +63,9 @@ const (
 	stateDrifted  = "drifted"
 	stateMissing  = "missing"
 	stateOrphaned = "orphaned"
+	// stateTaken: wanted by a parent, but the name is an object resyncd
+	// may not write.
+	stateTaken = "taken"
 )
 
 // op is one planned child write.
@@ -70,7 +76,10 @@ type op struct {
 	desired *unstructured.Unstructured // create, update
 	norm    map[string]any             // desired as compared, for the report
 	fp      fingerprint
-	live    *liveChild // update, delete
+	live    *liveChild // update, delete, release
+	// lookFirst: an earlier pass found the name of this create taken, so
+	// the object is read before anything is written.
+	lookFirst bool
 }
 
 // job is the work for one parent — its child writes in graph order, its
@@ -87,6 +96,8 @@ type job struct {
 
 	children []*liveChild // live children, for the status
 	failure  *desired.Failure
+	taken    []string       // why each child whose name is someone else's is not written
+	held     []desired.Held // children with resyncd.io/reconcile: disabled
 	withheld string
 	since    time.Time // first sighting of its oldest drift
 	pending  int
@@ -122,7 +133,9 @@ func (e *Engine) pass(ctx context.Context, rs *resourceState, rep *ResourceRepor
 	rs.nextNoops = map[noopKey]bool{}
 	rs.nextMemo = make(map[memoKey]memoEntry, len(rs.memo))
 	rs.nextIdle = make(map[memoKey][]syncedChild, len(rs.idle))
+	rs.nextTaken = map[childKey]bool{}
 	defer func() {
+		rs.taken, rs.nextTaken = rs.nextTaken, nil
 		rs.noops, rs.nextNoops = rs.nextNoops, nil
 		rs.memo, rs.nextMemo = rs.nextMemo, nil
 		rs.idle, rs.nextIdle = rs.nextIdle, nil
@@ -181,6 +194,7 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 	claimed := map[childKey]bool{}
 	seenDrift := map[childKey]driftRecord{}
 	known := map[types.UID]bool{}
+	names := map[string]bool{} // namespace/name of every parent
 	byController := map[types.UID][]*liveChild{}
 	for _, c := range children {
 		if c.controller != "" {
@@ -190,6 +204,7 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 	var jobs []*job
 	kind, err := e.reader.Parents(ctx, rs.gvr, rs.cfg.Namespaces, func(p *unstructured.Unstructured) error {
 		known[p.GetUID()] = true
+		names[p.GetNamespace()+"/"+p.GetName()] = true
 		if rs.parentGVK.Kind == "" {
 			rs.parentGVK = p.GroupVersionKind()
 		}
@@ -221,7 +236,7 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 		}
 		if !e.idle(rs, j) {
 			jobs = append(jobs, j)
-		} else if e.cfg.DriftCheck != config.DriftCheckServer && !e.keepFields {
+		} else if e.cfg.DriftCheck != config.DriftCheckServer && !e.keepFields && len(j.taken)+len(j.held) == 0 {
 			rs.nextIdle[memoKey{uid: p.GetUID(), resourceVersion: p.GetResourceVersion()}] = j.synced
 		}
 		return nil
@@ -242,10 +257,12 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 	}
 	for _, k := range sortedKeys(children) {
 		c := children[k]
-		if claimed[k] || !c.controlledBy(rs.parentGVK) || known[c.controller] {
+		if claimed[k] {
 			continue
 		}
-		e.planPrune(rs, orphans, c, seenDrift, now, rep)
+		if (c.controlledBy(rs.parentGVK) && !known[c.controller]) || c.uncontrolledOrphan(rs.parentGVK.GroupKind(), names) {
+			e.planPrune(rs, orphans, c, seenDrift, now, rep)
+		}
 	}
 	rs.drift = seenDrift
 	if len(orphans.prunes) > 0 {
@@ -287,13 +304,25 @@ func (e *Engine) stillIdle(rs *resourceState, p *unstructured.Unstructured, chil
 	return true
 }
 
-// planPrune adds to j the deletion of c, a child no parent wants.
+// planPrune adds to j the deletion of c, a child no parent wants, or its
+// release if it carries resyncd.io/prune: disabled. A held child is
+// counted and left alone.
 func (e *Engine) planPrune(rs *resourceState, j *job, c *liveChild, seenDrift map[childKey]driftRecord, now time.Time, rep *ResourceReport) {
 	rep.count(c.key.Kind, stateOrphaned)
 	e.countDrift(rs, c.key.Kind, reasonOrphaned)
-	seenDrift[c.key] = nextDrift(rs, c.key, now)
 	e.noteDrift(rep, Drift{Object: c.key.String(), Reason: reasonOrphaned, Live: e.liveFields(c, nil)})
-	j.prunes = append(j.prunes, &op{kind: OpDelete, key: c.key, gvr: c.gvr, live: c})
+	if c.hold {
+		if j.parent != nil {
+			j.held = append(j.held, desired.Held{Object: c.key.String(), Drifted: true})
+		}
+		return
+	}
+	seenDrift[c.key] = nextDrift(rs, c.key, now)
+	kind := OpDelete
+	if c.keep {
+		kind = OpRelease
+	}
+	j.prunes = append(j.prunes, &op{kind: kind, key: c.key, gvr: c.gvr, live: c})
 }
 
 // idle says whether j has nothing to do: no write, no check, nothing
@@ -337,6 +366,8 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 	j := &job{parent: p, priority: parentPriority(p), since: now}
 	if paused, _, _ := unstructured.NestedBool(p.Object, "spec", "paused"); paused {
 		j.withheld = desired.WithheldPaused
+	} else if p.GetAnnotations()[desired.AnnotationReconcile] == desired.Disabled {
+		j.withheld = desired.WithheldDisabled
 	} else if rs.cfg.Mode == config.ModeWarn {
 		j.withheld = desired.WithheldWarn
 	}
@@ -368,6 +399,10 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 			return j
 		}
 		live := children[k]
+		verdict := claimMine
+		if live != nil {
+			verdict = live.claimBy(p, p.GroupVersionKind().GroupKind())
+		}
 		// Tier 1: the fields resyncd applied differ, and the server has not
 		// already found this very difference to change nothing.
 		mismatch := live != nil && (!live.owned || live.fingerprint != fp) && !e.isNoop(rs, live, fp)
@@ -376,8 +411,16 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 			rep.count(k.Kind, stateMissing)
 			e.countDrift(rs, k.Kind, reasonMissing)
 			e.noteDrift(rep, Drift{Object: k.String(), Reason: reasonMissing, Desired: norm})
-			j.ops = append(j.ops, &op{kind: OpCreate, key: k, gvr: gvr, desired: e.kept(d), fp: fp})
-		case live.controlledBy(rs.parentGVK) && live.controller != p.GetUID():
+			j.ops = append(j.ops, &op{kind: OpCreate, key: k, gvr: gvr, desired: e.kept(d), fp: fp, lookFirst: rs.wasTaken(k)})
+		case verdict == claimTaken:
+			delete(claimed, k) // an orphan of a deleted parent is still pruned
+			rep.count(k.Kind, stateTaken)
+			j.taken = append(j.taken, takenMessage(live))
+			continue
+		case live.hold:
+			e.planHeld(rs, j, k, live, d, norm, mismatch, rep)
+			continue
+		case verdict == claimPredecessor:
 			// Left by an earlier parent of the same name: remove it first;
 			// a later pass creates the new one.
 			rep.count(k.Kind, stateOrphaned)
@@ -412,10 +455,23 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 			j.since = rec.since
 		}
 	}
-	// Children of this parent that it no longer renders, for example the
-	// HorizontalPodAutoscaler after autoscaling is switched off, are left
-	// for the orphan sweep in plan, which sees they are unclaimed.
 	return j
+}
+
+// planHeld books live, a child with resyncd.io/reconcile: disabled: its
+// drift is counted and shown in the parent's status, and nothing is
+// written.
+func (e *Engine) planHeld(rs *resourceState, j *job, k childKey, live *liveChild, d *unstructured.Unstructured,
+	norm map[string]any, drifted bool, rep *ResourceReport) {
+	j.children = append(j.children, live)
+	j.held = append(j.held, desired.Held{Object: k.String(), Drifted: drifted})
+	if !drifted {
+		rep.count(k.Kind, stateInSync)
+		return
+	}
+	rep.count(k.Kind, stateDrifted)
+	e.countDrift(rs, k.Kind, reasonChanged)
+	e.noteDrift(rep, Drift{Object: k.String(), Reason: reasonChanged, Live: e.liveFields(live, d), Desired: norm})
 }
 
 // kept is d if the engine keeps whole objects (`resyncd diff`); otherwise
@@ -547,8 +603,8 @@ func (e *Engine) record(rs *resourceState, rep *ResourceReport, err error) {
 	}
 	fields := []zap.Field{
 		zap.String("resource", rs.name), zap.Int("parents", rep.Parents),
-		zap.Int("inSync", rep.InSync), zap.Int("drifted", rep.Drifted), zap.Int("missing", rep.Missing), zap.Int("orphaned", rep.Orphaned),
-		zap.Int("created", rep.Created), zap.Int("updated", rep.Updated), zap.Int("deleted", rep.Deleted), zap.Int("statuses", rep.Statuses),
+		zap.Int("inSync", rep.InSync), zap.Int("drifted", rep.Drifted), zap.Int("missing", rep.Missing), zap.Int("orphaned", rep.Orphaned), zap.Int("taken", rep.Taken),
+		zap.Int("created", rep.Created), zap.Int("updated", rep.Updated), zap.Int("deleted", rep.Deleted), zap.Int("released", rep.Released), zap.Int("statuses", rep.Statuses),
 		zap.Int("noops", rep.NoOps), zap.Int("deferred", rep.Deferred), zap.Int("withheld", rep.Withheld),
 		zap.Int("failed", rep.Failed), zap.Int("transient", rep.Transient), zap.Int("stalled", rep.Stalled), zap.Duration("duration", rep.Duration),
 	}

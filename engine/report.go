@@ -17,11 +17,15 @@ type ResourceReport struct {
 	Resource string
 	// Parents is the number of parents seen.
 	Parents int
-	// InSync, Drifted, Missing and Orphaned count the children by state.
-	InSync, Drifted, Missing, Orphaned int
+	// InSync, Drifted, Missing and Orphaned count the children by state;
+	// Taken counts those whose name is an object resyncd may not write.
+	InSync, Drifted, Missing, Orphaned, Taken int
 	// Created, Updated, Deleted and Statuses count the writes that changed
 	// something; NoOps the updates the server found unchanged.
 	Created, Updated, Deleted, Statuses, NoOps int
+	// Released counts the children let go instead of deleted
+	// (resyncd.io/prune: disabled).
+	Released int
 	// Deferred counts the writes left for the next pass by the budget.
 	Deferred int
 	// Withheld counts the writes not made on purpose (warn mode, spec.paused).
@@ -56,6 +60,8 @@ func (r *ResourceReport) count(kind, state string) {
 		r.Missing++
 	case stateOrphaned:
 		r.Orphaned++
+	case stateTaken:
+		r.Taken++
 	}
 	if r.objects == nil {
 		r.objects = map[kindState]int{}
@@ -63,9 +69,17 @@ func (r *ResourceReport) count(kind, state string) {
 	r.objects[kindState{kind, state}]++
 }
 
+// missingWasTaken books a child counted missing as taken: its create
+// found an object of the name that resyncd may not write.
+func (r *ResourceReport) missingWasTaken(kind string) {
+	r.Missing--
+	r.objects[kindState{kind, stateMissing}]--
+	r.count(kind, stateTaken)
+}
+
 // Writes is the number of writes the pass made.
 func (r ResourceReport) Writes() int {
-	return r.Created + r.Updated + r.Deleted + r.Statuses + r.NoOps + r.Failed
+	return r.Created + r.Updated + r.Deleted + r.Released + r.Statuses + r.NoOps + r.Failed
 }
 
 // Drift is one child that differs from what it should be.

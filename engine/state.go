@@ -46,8 +46,22 @@ type liveChild struct {
 	generation      int64
 	// controller is the UID of the controller ownerReference, of the kind
 	// controllerGK; empty when nobody controls the child.
-	controller   types.UID
-	controllerGK schema.GroupKind
+	controller     types.UID
+	controllerGK   schema.GroupKind
+	controllerName string
+	// parentKind and parentName are the child's resyncd.io/parent-kind and
+	// resyncd.io/parent labels: who it belongs to once the garbage
+	// collector has removed its ownerReference (a parent deleted with
+	// orphaning).
+	parentKind, parentName string
+	// labelled says it carries resyncd's managed-by label.
+	labelled bool
+	// hold, keep and adopt are the per-object switches of
+	// desired.AnnotationReconcile, AnnotationPrune and AnnotationAdopt.
+	hold, keep, adopt bool
+	// managers are its field managers, read only for an object that is not
+	// resyncd's, to say whose it is.
+	managers []string
 	// owned is set when resyncd's field manager applied fields to it.
 	owned       bool
 	fingerprint fingerprint
@@ -80,11 +94,7 @@ func (o *owner) reduceChild(u *unstructured.Unstructured, gvr schema.GroupVersio
 		resourceVersion: u.GetResourceVersion(),
 		generation:      u.GetGeneration(),
 	}
-	for _, ref := range u.GetOwnerReferences() {
-		if ref.Controller != nil && *ref.Controller {
-			c.controller, c.controllerGK = ref.UID, schema.GroupKind{Group: groupOf(ref.APIVersion), Kind: ref.Kind}
-		}
-	}
+	c.identify(u)
 	if st, ok := u.Object["status"].(map[string]any); ok {
 		c.status = st
 	}

@@ -59,10 +59,10 @@ func runOnce(ctx context.Context, g *globals) error {
 
 func printSummary(w io.Writer, rep engine.Report) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RESOURCE\tPARENTS\tIN SYNC\tDRIFTED\tMISSING\tORPHANED\tCREATED\tUPDATED\tDELETED\tSTATUSES\tDEFERRED\tWITHHELD\tFAILED\tSTALLED\tDURATION")
+	fmt.Fprintln(tw, "RESOURCE\tPARENTS\tIN SYNC\tDRIFTED\tMISSING\tORPHANED\tTAKEN\tCREATED\tUPDATED\tDELETED\tRELEASED\tSTATUSES\tDEFERRED\tWITHHELD\tFAILED\tSTALLED\tDURATION")
 	for _, r := range rep.Resources {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", r.Resource, r.Parents, r.InSync, r.Drifted,
-			r.Missing, r.Orphaned, r.Created, r.Updated, r.Deleted, r.Statuses, r.Deferred, r.Withheld, r.Failed, r.Stalled, r.Duration.Round(1e6))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", r.Resource, r.Parents, r.InSync, r.Drifted,
+			r.Missing, r.Orphaned, r.Taken, r.Created, r.Updated, r.Deleted, r.Released, r.Statuses, r.Deferred, r.Withheld, r.Failed, r.Stalled, r.Duration.Round(1e6))
 	}
 	return tw.Flush()
 }
