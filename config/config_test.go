@@ -121,6 +121,12 @@ func TestLoadBadConfigs(t *testing.T) {
 		"invalid-syntax.yaml": {
 			`: yaml: line 1: did not find expected '-' indicator`,
 		},
+		"invalid-mixed.yaml": {
+			`:2: apply.qps: "fast" is not a number`,
+			`:2: apply.concurrency: is -3, must be at least 1`,
+			`:7: resources[0].renderer: unknown renderer "nosuchrenderer"; known renderers: httpservice`,
+			`:8: resources[0].interval: "soon" is not a duration (for example 30s, 5m, 1h)`,
+		},
 		"invalid-types.yaml": {
 			`:1: pageSize: "lots" is not a whole number`,
 			`:3: apply.qps: "fast" is not a number`,

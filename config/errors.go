@@ -48,9 +48,17 @@ type problems struct {
 	source string
 	lines  map[string]int // key path → line, as read from the file
 	list   []Problem
+	// reported are the key paths whose values were found wrong and left
+	// out: what their defaults then show is not reported again.
+	reported map[string]bool
 }
 
 func (ps *problems) add(key, format string, args ...any) {
+	for k := range ps.reported {
+		if key == k || strings.HasPrefix(key, k+".") || strings.HasPrefix(key, k+"[") {
+			return
+		}
+	}
 	ps.list = append(ps.list, Problem{Source: ps.source, Line: ps.lines[key], Key: key, Message: fmt.Sprintf(format, args...)})
 }
 

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -42,7 +43,7 @@ func Load(path string, opts Options) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read configuration: %w", err)
 	}
-	ps := &problems{source: path, lines: map[string]int{}}
+	ps := &problems{source: path, lines: map[string]int{}, reported: map[string]bool{}}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -54,12 +55,21 @@ func Load(path string, opts Options) (*Config, error) {
 	scalarKeys(reflect.ValueOf(Default()), "", keys)
 	env := checkOverrides(keys, opts)
 	ps.list = append(ps.list, env...)
-	if err := ps.err(); err != nil {
-		return nil, err
+	for _, p := range env {
+		ps.reported[p.Key] = true
 	}
 
-	cfg, err := decode(path, keys, opts)
+	// The problems found so far are out of the document and the sources:
+	// decode and validate the rest, so that every problem is reported.
+	valid, err := yaml.Marshal(&doc)
 	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	cfg, err := decode(path, valid, keys, withoutProblems(opts, env))
+	if err != nil {
+		if perr := ps.err(); perr != nil {
+			return nil, perr
+		}
 		return nil, err
 	}
 	if err := validate(cfg, ps, opts.Renderers); err != nil {
@@ -95,12 +105,39 @@ func checkOverrides(keys map[string]reflect.Value, opts Options) []Problem {
 	return out
 }
 
-// decode merges defaults, file, environment and overrides with viper.
-func decode(path string, keys map[string]reflect.Value, opts Options) (*Config, error) {
+// withoutProblems is opts without the environment variables and
+// overrides that problems name.
+func withoutProblems(opts Options, problems []Problem) Options {
+	bad := map[string]bool{}
+	for _, p := range problems {
+		bad[p.Key] = true
+	}
+	out := opts
+	if opts.LookupEnv != nil {
+		out.LookupEnv = func(key string) (string, bool) {
+			for k := range bad {
+				if EnvVar(k) == key {
+					return "", false
+				}
+			}
+			return opts.LookupEnv(key)
+		}
+	}
+	out.Overrides = map[string]string{}
+	for k, v := range opts.Overrides {
+		if !bad[k] {
+			out.Overrides[k] = v
+		}
+	}
+	return out
+}
+
+// decode merges defaults, the file's content data, environment and
+// overrides with viper.
+func decode(path string, data []byte, keys map[string]reflect.Value, opts Options) (*Config, error) {
 	v := viper.New()
-	v.SetConfigFile(path)
 	v.SetConfigType("yaml")
-	if err := v.ReadInConfig(); err != nil {
+	if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	for key, def := range keys {

@@ -14,8 +14,8 @@ import (
 var durationType = reflect.TypeFor[time.Duration]()
 
 // checkNode compares a YAML node with the Go type it decodes into: unknown
-// and repeated keys, and scalars of the wrong kind, are problems. It records
-// the line of every key it sees.
+// and repeated keys, and scalars of the wrong kind, are problems, and are
+// taken out of n. It records the line of every key it sees.
 func checkNode(ps *problems, n *yaml.Node, t reflect.Type, path string) {
 	if n == nil || n.Tag == "!!null" {
 		return
@@ -51,11 +51,13 @@ func checkMapping(ps *problems, n *yaml.Node, t reflect.Type, path string) {
 	}
 	fields := fieldsOf(t)
 	seen := map[string]bool{}
+	drop := map[int]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		p := joinKey(path, k.Value)
 		if seen[k.Value] {
 			ps.addAt(k.Line, p, "is set twice")
+			drop[i] = true
 			continue
 		}
 		seen[k.Value] = true
@@ -63,9 +65,38 @@ func checkMapping(ps *problems, n *yaml.Node, t reflect.Type, path string) {
 		f, ok := fields[k.Value]
 		if !ok {
 			ps.addAt(k.Line, p, "unknown key%s", suggest(k.Value, fields))
+			drop[i] = true
 			continue
 		}
+		before := len(ps.list)
 		checkNode(ps, v, f.Type, p)
+		if len(ps.list) > before && (v.Kind == yaml.ScalarNode || kindOf(f.Type) != v.Kind) {
+			drop[i] = true
+		}
+	}
+	// What is reported here is left out of the document that is decoded
+	// next (its default stands in), so that one run reports every problem
+	// of the file, those of the values too.
+	kept := n.Content[:0]
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if !drop[i] {
+			kept = append(kept, n.Content[i], n.Content[i+1])
+		} else if ps.reported != nil {
+			ps.reported[joinKey(path, n.Content[i].Value)] = true
+		}
+	}
+	n.Content = kept
+}
+
+// kindOf is the kind of YAML node a value of Go type t is written as.
+func kindOf(t reflect.Type) yaml.Kind {
+	switch t.Kind() {
+	case reflect.Struct:
+		return yaml.MappingNode
+	case reflect.Slice:
+		return yaml.SequenceNode
+	default:
+		return yaml.ScalarNode
 	}
 }
 

@@ -94,6 +94,7 @@ func TestChartEndToEnd(t *testing.T) {
 			"autoscaling": map[string]any{"maxReplicas": int64(4)}},
 		{"image": "nginx:1.27", "port": int64(8080), // rejected by the Deployment's validation: an Event
 			"resources": map[string]any{"requests": map[string]any{"cpu": "2"}, "limits": map[string]any{"cpu": "1"}}},
+		{"image": "nginx:1.27", "port": int64(8080)}, // its Service's name is taken: read, never written
 	} {
 		hs := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "resyncd.io/v1alpha1", "kind": "HttpService",
@@ -102,6 +103,12 @@ func TestChartEndToEnd(t *testing.T) {
 		if _, err := adminDyn.Resource(httpServices).Namespace("chart-e2e").Create(ctx, hs, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+	}
+
+	theirs := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "app-3", Namespace: "chart-e2e"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 443}}}}
+	if theirs, err = admin.CoreV1().Services("chart-e2e").Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 
 	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: saKube.EventsV1()})
@@ -147,12 +154,15 @@ func TestChartEndToEnd(t *testing.T) {
 	if len(reports) != 2 {
 		t.Fatalf("never led: the ServiceAccount could not take the Lease (%d passes)", len(reports))
 	}
-	if r := reports[0]; r.Created != 5 || r.Statuses != 3 || r.Stalled != 1 || r.Failed != 1 {
-		t.Errorf("first pass as the ServiceAccount: created %d, statuses %d, stalled %d, failed %d; want 5, 3, 1, 1",
-			r.Created, r.Statuses, r.Stalled, r.Failed)
+	if r := reports[0]; r.Created != 6 || r.Statuses != 4 || r.Stalled != 2 || r.Failed != 1 || r.Taken != 1 {
+		t.Errorf("first pass as the ServiceAccount: created %d, statuses %d, stalled %d, failed %d, taken %d; want 6, 4, 2, 1, 1",
+			r.Created, r.Statuses, r.Stalled, r.Failed, r.Taken)
 	}
-	if r := reports[1]; r.Created+r.Updated+r.Deleted+r.Statuses != 0 || r.InSync != 5 {
-		t.Errorf("second pass: %d writes, %d in sync; want 0, 5", r.Created+r.Updated+r.Deleted+r.Statuses, r.InSync)
+	if r := reports[1]; r.Created+r.Updated+r.Deleted+r.Statuses != 0 || r.InSync != 6 || r.Taken != 1 {
+		t.Errorf("second pass: %d writes, %d in sync, %d taken; want 0, 6, 1", r.Created+r.Updated+r.Deleted+r.Statuses, r.InSync, r.Taken)
+	}
+	if got, err := admin.CoreV1().Services("chart-e2e").Get(ctx, "app-3", metav1.GetOptions{}); err != nil || got.ResourceVersion != theirs.ResourceVersion {
+		t.Errorf("the Service resyncd did not create was written: %v", err)
 	}
 	for _, name := range []string{"app-0", "app-1"} {
 		if _, err := admin.AppsV1().Deployments("chart-e2e").Get(ctx, name, metav1.GetOptions{}); err != nil {
@@ -168,11 +178,15 @@ func TestChartEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(evs.Items) > 0 && evs.Items[0].Regarding.Name == "app-2" {
+		reasons := map[string]string{}
+		for _, ev := range evs.Items {
+			reasons[ev.Regarding.Name] = ev.Reason
+		}
+		if reasons["app-2"] == "Invalid" && reasons["app-3"] == "NameTaken" {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Errorf("no Event for the stalled app-2: the ServiceAccount could not record it (%d events)", len(evs.Items))
+			t.Errorf("Events for the stalled app-2 and app-3: %v; the ServiceAccount could not record them", reasons)
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -184,7 +198,6 @@ func TestChartEndToEnd(t *testing.T) {
 	_, forbidden["get a secret"] = saKube.CoreV1().Secrets(releaseNamespace).Get(ctx, "sh.helm.release.v1.resyncd.v1", metav1.GetOptions{})
 	_, forbidden["create a ConfigMap"] = saKube.CoreV1().ConfigMaps("chart-e2e").Create(ctx,
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
-	_, forbidden["get a Deployment"] = saKube.AppsV1().Deployments("chart-e2e").Get(ctx, "app-0", metav1.GetOptions{})
 	_, forbidden["update an HttpService"] = saDyn.Resource(httpServices).Namespace("chart-e2e").Update(ctx,
 		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "resyncd.io/v1alpha1", "kind": "HttpService",
 			"metadata": map[string]any{"name": "app-0", "namespace": "chart-e2e"}, "spec": map[string]any{"image": "x", "port": int64(1)}}},

@@ -46,6 +46,7 @@ func TestCRDDefaults(t *testing.T) {
 		"image":       "ghcr.io/acme/web:1.4.2",
 		"port":        int64(8080),
 		"service":     map[string]any{},
+		"resources":   map[string]any{"requests": map[string]any{"cpu": "100m"}},
 		"autoscaling": map[string]any{"maxReplicas": int64(5)},
 	}), metav1.CreateOptions{})
 	if err != nil {
@@ -65,6 +66,7 @@ func TestCRDDefaults(t *testing.T) {
 		"priority":    int64(0),
 		"paused":      false,
 		"service":     map[string]any{"type": "ClusterIP"},
+		"resources":   map[string]any{"requests": map[string]any{"cpu": "100m"}},
 		"autoscaling": map[string]any{"maxReplicas": int64(5), "minReplicas": int64(1), "targetCPUUtilizationPercentage": int64(80)},
 	}
 	if diff := cmp.Diff(want, got.Object["spec"]); diff != "" {
@@ -94,11 +96,17 @@ func TestCRDRejectsInvalid(t *testing.T) {
 		{"health check path", func(s map[string]any) { s["healthCheck"] = map[string]any{"path": "healthz"} }, "spec.healthCheck.path"},
 		{"env without name", func(s map[string]any) { s["env"] = []any{map[string]any{"value": "x"}} }, "spec.env[0].name"},
 		{"cpu target 0", func(s map[string]any) {
+			s["resources"] = map[string]any{"requests": map[string]any{"cpu": "100m"}}
 			s["autoscaling"] = map[string]any{"maxReplicas": int64(3), "targetCPUUtilizationPercentage": int64(0)}
 		}, "spec.autoscaling.targetCPUUtilizationPercentage"},
 		{"min above max", func(s map[string]any) {
+			s["resources"] = map[string]any{"requests": map[string]any{"cpu": "100m"}}
 			s["autoscaling"] = map[string]any{"minReplicas": int64(4), "maxReplicas": int64(3)}
 		}, "spec.autoscaling.minReplicas"},
+		{"autoscaling without a CPU request", func(s map[string]any) {
+			s["resources"] = map[string]any{"requests": map[string]any{"memory": "64Mi"}}
+			s["autoscaling"] = map[string]any{"maxReplicas": int64(3)}
+		}, "spec.resources: Invalid value: autoscaling needs resources.requests.cpu"},
 		{"bad quantity", func(s map[string]any) {
 			s["resources"] = map[string]any{"limits": map[string]any{"memory": "lots"}}
 		}, "spec.resources.limits.memory"},

@@ -34,6 +34,8 @@ type Engine struct {
 	now       func() time.Time
 	events    events.EventRecorder
 	readOnly  bool
+	// passTimeout is Options.PassTimeout.
+	passTimeout time.Duration
 	// keepFields keeps the owned fields of live children for Report.Drifts.
 	keepFields bool
 	resources  []*resourceState
@@ -69,6 +71,16 @@ type resourceState struct {
 	// object resyncd may not write; nextTaken is filled by this pass.
 	takenMu          sync.Mutex
 	taken, nextTaken map[childKey]bool
+	// repaired holds the children whose update the last pass made;
+	// nextRepaired is filled by this pass. A child found drifted again
+	// right after is being changed by another writer.
+	repairedMu             sync.Mutex
+	repaired, nextRepaired map[childKey]bool
+	// announced holds the reason of the Stalled Event recorded for each
+	// parent whose status could not be written, so that the Event is not
+	// repeated every pass; nextAnnounced is filled by this pass.
+	announceMu               sync.Mutex
+	announced, nextAnnounced map[types.UID]string
 	// now holds a request to start the next pass early; see PassNow.
 	now chan struct{}
 	// parentGVK is the kind of the parents, learnt from the first parent
@@ -80,6 +92,7 @@ type resourceState struct {
 type driftRecord struct {
 	since  time.Time // first pass of the run that found it drifted
 	passes int       // passes in a row that found it drifted
+	fights int       // of those, passes in a row that found it drifted right after resyncd's repair
 }
 
 // memoKey is one version of one object: its content cannot differ.
@@ -128,6 +141,10 @@ type Options struct {
 	// KeepFields keeps the fields resyncd owns of every drifted child in
 	// the report, for `resyncd diff`; passes hold only fingerprints otherwise.
 	KeepFields bool
+	// PassTimeout bounds each pass Run starts: past it no new batch of
+	// writes starts and the requests in flight are cancelled, the pass
+	// fails, and the next starts on schedule. Zero: no bound.
+	PassTimeout time.Duration
 }
 
 // New returns an Engine for cfg.
@@ -144,18 +161,19 @@ func New(cfg *config.Config, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{
-		cfg:        cfg,
-		client:     client,
-		reader:     actual.NewReader(lister, cfg.PageSize),
-		renderers:  opts.Renderers,
-		owner:      newOwner(cfg.FieldManager),
-		metrics:    opts.Metrics,
-		log:        opts.Log,
-		limiter:    flowcontrol.NewTokenBucketRateLimiter(float32(cfg.Apply.QPS), cfg.Apply.Burst),
-		now:        opts.Now,
-		keepFields: opts.KeepFields,
-		events:     opts.Events,
-		readOnly:   opts.ReadOnly,
+		cfg:         cfg,
+		client:      client,
+		reader:      actual.NewReader(lister, cfg.PageSize),
+		renderers:   opts.Renderers,
+		owner:       newOwner(cfg.FieldManager),
+		metrics:     opts.Metrics,
+		log:         opts.Log,
+		limiter:     flowcontrol.NewTokenBucketRateLimiter(float32(cfg.Apply.QPS), cfg.Apply.Burst),
+		now:         opts.Now,
+		keepFields:  opts.KeepFields,
+		events:      opts.Events,
+		readOnly:    opts.ReadOnly,
+		passTimeout: opts.PassTimeout,
 	}
 	if e.now == nil {
 		e.now = time.Now

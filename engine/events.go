@@ -13,19 +13,25 @@ import (
 // maxNote is the API server's limit on an Event's note.
 const maxNote = 1024
 
-// recordTransitions emits an Event when the parent's Stalled condition
-// becomes True (or changes reason) and when Ready becomes True: on
-// transitions only, never once per pass for the same state.
-func (e *Engine) recordTransitions(parent *unstructured.Unstructured, oldStatus, newStatus map[string]any) {
-	if e.events == nil {
-		return
-	}
+// recordTransitions emits an Event, and for Stalled a log line, when the
+// parent's Stalled condition becomes True (or changes reason) and when
+// Ready becomes True: on
+// transitions only, never once per pass for the same state, and not again
+// for a Stalled reason announced while the status could not be written.
+func (e *Engine) recordTransitions(rs *resourceState, parent *unstructured.Unstructured, oldStatus, newStatus map[string]any) {
 	was, is := conditionOf(oldStatus, desired.ConditionStalled), conditionOf(newStatus, desired.ConditionStalled)
-	if is["status"] == "True" && (was["status"] != "True" || was["reason"] != is["reason"]) {
-		e.events.Eventf(parent, nil, corev1.EventTypeWarning, str(is["reason"]), "Apply", "%s", truncate(str(is["message"])))
+	rs.announceMu.Lock()
+	announced := rs.announced[parent.GetUID()] == is["reason"]
+	rs.announceMu.Unlock()
+	if is["status"] == "True" && (was["status"] != "True" || was["reason"] != is["reason"]) && !announced {
+		e.log.Warn("Parent stalled", zap.String("parent", objectID(parent)), zap.String("reason", str(is["reason"])),
+			zap.String("message", str(is["message"])))
+		if e.events != nil {
+			e.events.Eventf(parent, nil, corev1.EventTypeWarning, str(is["reason"]), "Apply", "%s", truncate(str(is["message"])))
+		}
 	}
 	was, is = conditionOf(oldStatus, desired.ConditionReady), conditionOf(newStatus, desired.ConditionReady)
-	if is["status"] == "True" && was["status"] != "True" {
+	if e.events != nil && is["status"] == "True" && was["status"] != "True" {
 		e.events.Eventf(parent, nil, corev1.EventTypeNormal, "Ready", "Reconcile", "%s", truncate(str(is["message"])))
 	}
 }
@@ -65,5 +71,26 @@ func (e *Engine) recordFights(j *job) {
 				"To find the writer: kubectl get %s %s -n %s --show-managed-fields -o yaml",
 			k, fightPasses, strings.ToLower(k.Kind), k.Name, k.Namespace)
 		e.log.Warn("Drift recurring", zap.String("object", k.String()), zap.Int("passes", fightPasses))
+	}
+}
+
+// announceStalled records the Stalled Event of a parent whose status
+// could not be written (the status write was refused too, as when
+// resyncd's permissions were cut): the status that would show the
+// transition never changes, so the Event is recorded once per parent and
+// reason and remembered from pass to pass instead.
+func (e *Engine) announceStalled(rs *resourceState, parent *unstructured.Unstructured, f *desired.Failure) {
+	if f == nil {
+		return
+	}
+	rs.announceMu.Lock()
+	seen := rs.announced[parent.GetUID()] == f.Reason
+	rs.nextAnnounced[parent.GetUID()] = f.Reason
+	rs.announceMu.Unlock()
+	if !seen {
+		e.log.Warn("Parent stalled", zap.String("parent", objectID(parent)), zap.String("reason", f.Reason), zap.String("message", f.Message))
+		if e.events != nil {
+			e.events.Eventf(parent, nil, corev1.EventTypeWarning, f.Reason, "Apply", "%s", truncate(f.Message))
+		}
 	}
 }

@@ -48,7 +48,13 @@ type run struct {
 func (e *Engine) execute(ctx context.Context, rs *resourceState, jobs []*job, rep *ResourceReport) error {
 	r := &run{rs: rs, rep: rep}
 	r.budget.Store(int64(e.cfg.Apply.MaxWritesPerPass))
+	// The batch in flight outlives a stop, not the pass's deadline.
 	inFlight := context.WithoutCancel(ctx)
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		inFlight, cancel = context.WithDeadline(inFlight, deadline)
+		defer cancel()
+	}
 	batch := make([]int, len(jobs))
 	for i, writes := 0, 0; i < len(jobs); i++ {
 		if i > 0 {
@@ -244,6 +250,11 @@ func (e *Engine) settle(r *run, j *job, o *op, result *unstructured.Unstructured
 			return "noop"
 		}
 		j.applied = true
+		if o.kind == OpUpdate {
+			r.rs.repairedMu.Lock()
+			r.rs.nextRepaired[o.key] = true
+			r.rs.repairedMu.Unlock()
+		}
 		r.add(func(rep *ResourceReport) {
 			if o.kind == OpCreate {
 				rep.Created++
@@ -343,7 +354,7 @@ func (e *Engine) writeStatus(ctx context.Context, r *run, j *job) {
 	switch {
 	case err == nil:
 		r.add(func(rep *ResourceReport) { rep.Statuses++ })
-		e.recordTransitions(j.parent, old, st)
+		e.recordTransitions(r.rs, j.parent, old, st)
 	case apierrors.IsNotFound(err): // deleted during the pass
 		outcome = "noop"
 	default:
@@ -357,6 +368,7 @@ func (e *Engine) writeStatus(ctx context.Context, r *run, j *job) {
 		if r.mayLog() {
 			e.log.Warn("Status write failed", zap.String("parent", objectID(j.parent)), zap.Error(err))
 		}
+		e.announceStalled(r.rs, j.parent, obs.Failure)
 	}
 	if m := e.metrics; m != nil {
 		m.applies.WithLabelValues(r.rs.name, j.parent.GetKind(), string(OpStatus), outcome).Inc()
@@ -396,6 +408,9 @@ func isTransient(err error) bool {
 	}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
+		if tooLarge(err) {
+			return false
+		}
 		return apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
 			apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsConflict(err) ||
 			apierrors.IsUnexpectedServerError(err) || status.Status().Code >= 500
@@ -405,7 +420,18 @@ func isTransient(err error) bool {
 	return true
 }
 
+// tooLarge says whether the server refused a write because the object is
+// too large to store: etcd's "request is too large", which the API server
+// returns as a 500, or the API server's own 413. Trying again cannot help.
+func tooLarge(err error) bool {
+	return apierrors.IsRequestEntityTooLargeError(err) ||
+		(apierrors.IsInternalError(err) && strings.Contains(apiMessage(err), "request is too large"))
+}
+
 func failureReason(err error) string {
+	if tooLarge(err) {
+		return "RequestTooLarge"
+	}
 	if r := apierrors.ReasonForError(err); r != metav1.StatusReasonUnknown {
 		return string(r)
 	}

@@ -36,7 +36,7 @@ func Every(ctx context.Context, interval time.Duration, now <-chan struct{}, f f
 }
 
 // Run runs a pass over each watched resource on the resource's own
-// interval until ctx ends; after each pass it calls done, when not nil,
+// interval until ctx ends, each bounded by Options.PassTimeout; after each pass it calls done, when not nil,
 // with the resource's index, the pass's report and its error.
 func (e *Engine) Run(ctx context.Context, done func(i int, rep ResourceReport, err error)) {
 	var wg sync.WaitGroup
@@ -46,6 +46,11 @@ func (e *Engine) Run(ctx context.Context, done func(i int, rep ResourceReport, e
 		}
 		wg.Go(func() {
 			Every(ctx, rs.cfg.Interval, rs.now, func(ctx context.Context) {
+				if e.passTimeout > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, e.passTimeout)
+					defer cancel()
+				}
 				rep, err := e.SyncResource(ctx, i)
 				if done != nil {
 					done(i, rep, err)

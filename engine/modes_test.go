@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -8,8 +9,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/resyncd/resyncd/config"
 )
@@ -189,5 +193,75 @@ func TestInvalidParentStalls(t *testing.T) {
 			t.Errorf("Warning Events %v, want %v", got, want)
 			break
 		}
+	}
+}
+
+// TestStoredBeforeTheRule: a parent stored before the CRD rejected
+// autoscaling without a CPU request (the rule is taken out of the CRD to
+// store it, then put back) is still Stalled as InvalidSpec, naming what
+// to add, and none of its children is written.
+func TestStoredBeforeTheRule(t *testing.T) {
+	ns := "before-rule"
+	h := newHarness(t, testConfig(ns))
+	h.namespace(ns)
+	crds := h.dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	setRules := func(ctx context.Context, rules []any) {
+		t.Helper()
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			crd, err := crds.Get(ctx, "httpservices.resyncd.io", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			path := []string{"spec", "versions"}
+			versions, _, _ := unstructured.NestedSlice(crd.Object, path...)
+			v := versions[0].(map[string]any)
+			spec := v["schema"].(map[string]any)["openAPIV3Schema"].(map[string]any)["properties"].(map[string]any)["spec"].(map[string]any)
+			if rules == nil {
+				delete(spec, "x-kubernetes-validations")
+			} else {
+				spec["x-kubernetes-validations"] = rules
+			}
+			if err := unstructured.SetNestedSlice(crd.Object, versions, path...); err != nil {
+				return err
+			}
+			_, err = crds.Update(ctx, crd, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	crd, err := crds.Get(t.Context(), "httpservices.resyncd.io", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	rules, _, _ := unstructured.NestedSlice(versions[0].(map[string]any), "schema", "openAPIV3Schema", "properties", "spec", "x-kubernetes-validations")
+	if len(rules) == 0 {
+		t.Fatal("the CRD has no validation rule on spec")
+	}
+	setRules(t.Context(), nil)
+	t.Cleanup(func() { setRules(context.WithoutCancel(t.Context()), rules) })
+	legacy := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "resyncd.io/v1alpha1", "kind": "HttpService",
+		"metadata": map[string]any{"name": "legacy", "namespace": ns},
+		"spec":     map[string]any{"image": "nginx", "port": int64(8080), "autoscaling": map[string]any{"maxReplicas": int64(3)}},
+	}}
+	// The API server serves the schema without the rule a moment later.
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := h.dyn.Resource(httpServices).Namespace(ns).Create(ctx, legacy, metav1.CreateOptions{})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("store a parent without the rule: %v", err)
+	}
+	setRules(t.Context(), rules)
+	h.log.reset()
+	h.sync()
+	if w := childWrites(h.log.reset()); len(w) != 0 {
+		t.Errorf("child writes %v, want none", w)
+	}
+	s := condition(t, h.mustGet(httpServices, ns, "legacy"), "Stalled")
+	if s["status"] != "True" || s["reason"] != "InvalidSpec" || !strings.Contains(str(s["message"]), "cpu") {
+		t.Errorf("Stalled = %v, want True/InvalidSpec about the CPU request", s)
 	}
 }

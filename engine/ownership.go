@@ -167,7 +167,7 @@ func (e *Engine) create(ctx context.Context, r *run, j *job, o *op) (*unstructur
 		c := &liveChild{key: o.key, managers: fieldManagers(u)}
 		c.identify(u)
 		if c.claimBy(j.parent, j.parent.GroupVersionKind().GroupKind()) != claimMine {
-			e.bookTaken(r, j, c, !o.lookFirst)
+			e.bookTaken(r, j, c)
 			return nil, errTaken
 		}
 		if !c.labelled {
@@ -184,12 +184,8 @@ func (e *Engine) create(ctx context.Context, r *run, j *job, o *op) (*unstructur
 }
 
 // bookTaken records that c's name, which j's parent renders, is taken.
-func (e *Engine) bookTaken(r *run, j *job, c *liveChild, first bool) {
+func (e *Engine) bookTaken(r *run, j *job, c *liveChild) {
 	j.taken = append(j.taken, takenMessage(c))
 	r.rs.noteTaken(c.key)
 	r.add(func(rep *ResourceReport) { rep.missingWasTaken(c.key.Kind) })
-	if first && r.mayLog() {
-		e.log.Warn("Name taken", zap.String("object", c.key.String()), zap.String("parent", objectID(j.parent)),
-			zap.String("managedBy", c.managedBy()))
-	}
 }

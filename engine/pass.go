@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -53,8 +54,10 @@ const (
 	reasonOrphaned = "orphaned"
 )
 
-// fightPasses is how many passes in a row must find a child changed
-// before resyncd says, once, that another writer keeps changing it.
+// fightPasses is how many passes in a row must find a child changed, each
+// after resyncd's repair in the pass before succeeded, before resyncd says,
+// once, that another writer keeps changing it. A repair the server refused
+// proves no other writer.
 const fightPasses = 3
 
 // Child states, the values of the state label of resyncd_managed_objects.
@@ -125,6 +128,11 @@ func (e *Engine) SyncResource(ctx context.Context, i int) (ResourceReport, error
 	}
 	err := e.pass(ctx, rs, &rep)
 	rep.Duration = e.now().Sub(start)
+	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+		// Stopped (SIGTERM, or the lease lost), not failed.
+		e.log.Info("Pass stopped", zap.String("resource", rs.name), zap.Duration("duration", rep.Duration))
+		return rep, err
+	}
 	e.record(rs, &rep, err)
 	return rep, err
 }
@@ -134,8 +142,12 @@ func (e *Engine) pass(ctx context.Context, rs *resourceState, rep *ResourceRepor
 	rs.nextMemo = make(map[memoKey]memoEntry, len(rs.memo))
 	rs.nextIdle = make(map[memoKey][]syncedChild, len(rs.idle))
 	rs.nextTaken = map[childKey]bool{}
+	rs.nextRepaired = map[childKey]bool{}
+	rs.nextAnnounced = map[types.UID]string{}
 	defer func() {
 		rs.taken, rs.nextTaken = rs.nextTaken, nil
+		rs.repaired, rs.nextRepaired = rs.nextRepaired, nil
+		rs.announced, rs.nextAnnounced = rs.nextAnnounced, nil
 		rs.noops, rs.nextNoops = rs.nextNoops, nil
 		rs.memo, rs.nextMemo = rs.nextMemo, nil
 		rs.idle, rs.nextIdle = rs.nextIdle, nil
@@ -245,6 +257,9 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 		// Children name their parent by kind, known from the LIST even
 		// when no parent is left.
 		rs.parentGVK = rs.gvr.GroupVersion().WithKind(kind)
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("%s is not served by the API server (its CustomResourceDefinition removed?): %w", rs.name, err)
 	}
 	if err != nil {
 		return nil, err
@@ -440,7 +455,7 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 			e.noteDrift(rep, Drift{Object: k.String(), Reason: reasonChanged, Live: e.liveFields(live, d), Desired: norm})
 			j.ops = append(j.ops, &op{kind: OpUpdate, key: k, gvr: gvr, desired: e.kept(d), fp: fp, live: live})
 			j.children = append(j.children, live)
-			if nextDrift(rs, k, now).passes == fightPasses {
+			if nextDrift(rs, k, now).fights == fightPasses-1 {
 				j.fights = append(j.fights, k)
 			}
 		default:
@@ -558,6 +573,11 @@ func nextDrift(rs *resourceState, k childKey, now time.Time) driftRecord {
 		return driftRecord{since: now, passes: 1}
 	}
 	rec.passes++
+	if rs.repaired[k] {
+		rec.fights++
+	} else {
+		rec.fights = 0
+	}
 	return rec
 }
 

@@ -105,3 +105,53 @@ func TestUnservedResource(t *testing.T) {
 		t.Errorf("exit %d, output:\n%s", code, out)
 	}
 }
+
+// TestOnceWritesItsEvents: when once returns, the Events of its pass are
+// on the API server, not still queued in the broadcaster.
+func TestOnceWritesItsEvents(t *testing.T) {
+	ctx := t.Context()
+	cs := kubernetes.NewForConfigOrDie(env.Config)
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "once-events"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dc := dynamic.NewForConfigOrDie(env.Config)
+	hs := schema.GroupVersionResource{Group: "resyncd.io", Version: "v1alpha1", Resource: "httpservices"}
+	parent := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "resyncd.io/v1alpha1", "kind": "HttpService",
+		"metadata": map[string]any{"name": "bad.name", "namespace": "once-events"},
+		"spec":     map[string]any{"image": "nginx:1.27", "port": int64(8080)},
+	}}
+	if _, err := dc.Resource(hs).Namespace("once-events").Create(ctx, parent, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, code := resyncd(t, append([]string{"once"}, files(t, "once-events")...)...); code != 1 {
+		t.Errorf("once with a stalled parent: exit %d, want 1", code)
+	}
+	l, err := cs.EventsV1().Events("once-events").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Items) != 1 || l.Items[0].Reason != "InvalidSpec" {
+		t.Errorf("Events right after once returned: %d, want the InvalidSpec one", len(l.Items))
+	}
+}
+
+// TestMissingLeaseNamespace: run with leader election in a namespace that
+// does not exist stops at once with one error naming it, not a stream of
+// client-go retries.
+func TestMissingLeaseNamespace(t *testing.T) {
+	flags := files(t, "default")
+	body, err := os.ReadFile(flags[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	body = append(body, []byte("leaderElection: {enabled: true, namespace: no-such-namespace}\n")...)
+	if err := os.WriteFile(flags[3], body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code := resyncd(t, append([]string{"run"}, flags...)...)
+	if code != 1 || !strings.Contains(out, `leaderElection.namespace: namespace "no-such-namespace" does not exist`) ||
+		!strings.Contains(out, flags[3]+":") {
+		t.Errorf("run with a missing Lease namespace: exit %d, output %q", code, out)
+	}
+}

@@ -15,7 +15,7 @@ import (
 )
 
 func newDiffCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "diff",
 		Short: "Show, without writing, how each drifted child differs from what resyncd would apply",
 		Long: "diff runs one read-only pass and prints each drifted, missing or orphaned child as a\n" +
@@ -24,9 +24,13 @@ func newDiffCommand(g *globals) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDiff(cmd.Context(), g) },
 	}
+	timeoutFlag(cmd, g)
+	return cmd
 }
 
 func runDiff(ctx context.Context, g *globals) error {
+	ctx, cancel := g.bounded(ctx)
+	defer cancel()
 	p, err := g.prepare()
 	if err != nil {
 		return exitWith(2, err)
@@ -39,7 +43,7 @@ func runDiff(ctx context.Context, g *globals) error {
 	}
 	rep, err := eng.SyncOnce(ctx)
 	if err != nil {
-		return exitWith(2, err)
+		return exitWith(2, g.explain(p.cl, err))
 	}
 	drifted := 0
 	for _, r := range rep.Resources {

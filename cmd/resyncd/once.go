@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,21 +15,26 @@ import (
 )
 
 func newOnceCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "once",
 		Short: "Run one pass over every watched resource and print a summary",
 		Long: "once runs one pass, as run does, and prints what it found and did. It exits 0 when\n" +
 			"everything is in sync or was repaired, and 1 when a write failed, a parent is stalled,\n" +
-			"writes were left for a later pass by apply.maxWritesPerPass, or a pass failed.",
+			"writes were left for a later pass by apply.maxWritesPerPass, or a pass failed, and 2 when\n" +
+			"the API server did not answer within --request-timeout or the pass within --timeout.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runOnce(cmd.Context(), g) },
 	}
+	timeoutFlag(cmd, g)
+	return cmd
 }
 
 func runOnce(ctx context.Context, g *globals) error {
+	ctx, cancel := g.bounded(ctx)
+	defer cancel()
 	p, err := g.prepare()
 	if err != nil {
-		return exitWith(1, err)
+		return exitWith(exitCodeOf(err, 1), err)
 	}
 	defer func() { _ = p.log.Sync() }()
 	d := &daemon{cfg: p.cfg, cl: p.cl}
@@ -43,7 +49,8 @@ func runOnce(ctx context.Context, g *globals) error {
 		return err
 	}
 	if passErr != nil {
-		return exitWith(1, passErr)
+		passErr = g.explain(p.cl, passErr)
+		return exitWith(exitCodeOf(passErr, 1), passErr)
 	}
 	var problems []error
 	for _, r := range rep.Resources {
@@ -65,4 +72,26 @@ func printSummary(w io.Writer, rep engine.Report) error {
 			r.Missing, r.Orphaned, r.Taken, r.Created, r.Updated, r.Deleted, r.Released, r.Statuses, r.Deferred, r.Withheld, r.Failed, r.Stalled, r.Duration.Round(1e6))
 	}
 	return tw.Flush()
+}
+
+// timeoutFlag adds --timeout, the bound of a command that runs one pass.
+func timeoutFlag(cmd *cobra.Command, g *globals) {
+	cmd.Flags().DurationVar(&g.timeout, "timeout", 15*time.Minute,
+		"give up, with exit code 2, when the command has not finished after this long; 0: no bound")
+}
+
+// bounded is ctx bounded by --timeout.
+func (g *globals) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if g.timeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, g.timeout)
+}
+
+// exitCodeOf is 2 for a server that did not answer in time, else code.
+func exitCodeOf(err error, code int) int {
+	if errors.Is(err, errNoAnswer) {
+		return 2
+	}
+	return code
 }

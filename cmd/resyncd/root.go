@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -19,8 +20,14 @@ type globals struct {
 	context    string
 	logLevel   string
 	logFormat  string
-	stdout     io.Writer
-	profiles   profiles
+	// requestTimeout bounds every request to the API server.
+	requestTimeout time.Duration
+	// timeout bounds the whole of once and diff.
+	timeout time.Duration
+	// passTimeout bounds each pass of run.
+	passTimeout time.Duration
+	stdout      io.Writer
+	profiles    profiles
 }
 
 func run(ctx context.Context, args []string) error {
@@ -53,6 +60,8 @@ func newRoot(stdout, stderr io.Writer, args []string) (*cobra.Command, *globals)
 	f.StringVar(&g.context, "context", "", "kubeconfig context")
 	f.StringVar(&g.logLevel, "log-level", "", "debug, info, warn or error; overrides log.level")
 	f.StringVar(&g.logFormat, "log-format", "", "json or console; overrides log.format")
+	f.DurationVar(&g.requestTimeout, "request-timeout", 30*time.Second,
+		"give up on a request to the API server that has not been answered in full after this long")
 	f.StringVar(&g.profiles.cpuPath, "cpu-profile", "", "write a pprof CPU profile of the command to this file")
 	f.StringVar(&g.profiles.heapPath, "heap-profile", "", "write a pprof heap profile (live and allocated since start) to this file at exit")
 	root.AddCommand(newRunCommand(g), newOnceCommand(g), newDiffCommand(g), newValidateCommand(g), newVersionCommand(g))

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -17,6 +18,11 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
@@ -32,7 +38,7 @@ import (
 const shutdownTimeout = 5 * time.Second
 
 func newRunCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run passes on each resource's interval until SIGINT or SIGTERM",
 		Long: "run serves /metrics, /healthz and /readyz, takes part in leader election when it is\n" +
@@ -42,6 +48,9 @@ func newRunCommand(g *globals) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDaemon(cmd.Context(), g) },
 	}
+	cmd.Flags().DurationVar(&g.passTimeout, "pass-timeout", 10*time.Minute,
+		"fail a pass that has not finished after this long (no new batch starts, requests in flight are cancelled); the next starts on schedule")
+	return cmd
 }
 
 // daemon holds what `resyncd run` wires together.
@@ -54,6 +63,8 @@ type daemon struct {
 	health  *health
 	// passNow receives SIGUSR1: start a pass of every resource now.
 	passNow chan os.Signal
+	// passTimeout bounds each pass.
+	passTimeout time.Duration
 }
 
 func runDaemon(ctx context.Context, g *globals) error {
@@ -64,7 +75,8 @@ func runDaemon(ctx context.Context, g *globals) error {
 	cfg, log, cl := p.cfg, p.log, p.cl
 	defer func() { _ = log.Sync() }()
 	reg, metrics := newRegistry()
-	d := &daemon{cfg: cfg, log: log, cl: cl, reg: reg, metrics: metrics, health: newHealth(cfg), passNow: make(chan os.Signal, 1)}
+	d := &daemon{cfg: cfg, log: log, cl: cl, reg: reg, metrics: metrics, health: newHealth(cfg), passNow: make(chan os.Signal, 1),
+		passTimeout: g.passTimeout}
 	// Caught from the start: SIGUSR1's default action would kill a
 	// follower, or a leader not yet running its passes.
 	signal.Notify(d.passNow, syscall.SIGUSR1)
@@ -104,6 +116,9 @@ func (d *daemon) lead(ctx context.Context) error {
 		return d.passes(ctx)
 	}
 	d.metrics.SetLeader(false)
+	if err := d.checkLease(ctx); err != nil {
+		return exitWith(1, err)
+	}
 	host, _ := os.Hostname()
 	id := host + "_" + string(uuid.NewUUID())
 	lock := &resourcelock.LeaseLock{
@@ -155,13 +170,31 @@ func (d *daemon) lead(ctx context.Context) error {
 	return passErr
 }
 
+// checkLease makes sure, with a dry-run create, that the Lease can be made
+// where the configuration says: a missing namespace or a missing
+// permission would otherwise show only as client-go's retries, forever.
+// Other errors are left to the elector, which retries them.
+func (d *daemon) checkLease(ctx context.Context) error {
+	le := d.cfg.LeaderElection
+	lease := &coordinationv1.Lease{ObjectMeta: metaName(le.Namespace, le.LeaseName)}
+	_, err := d.cl.kube.CoordinationV1().Leases(le.Namespace).Create(ctx, lease, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	where := d.cfg.Where("leaderElection.namespace")
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("%s: leaderElection.namespace: namespace %q does not exist; create it, or name the namespace resyncd runs in", where, le.Namespace)
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("%s: leaderElection: resyncd may not create the Lease %s/%s: %w", where, le.Namespace, le.LeaseName, err)
+	}
+	return nil
+}
+
 // passes runs a pass over each resource on its own interval until ctx ends.
 func (d *daemon) passes(ctx context.Context) error {
 	rec, stop := d.recorder(ctx)
 	defer stop()
 	eng, err := engine.New(d.cfg, engine.Options{
 		Config: d.cl.rest, Renderers: desired.DefaultRegistry(), Metrics: d.metrics,
-		Log: d.log, Events: rec,
+		Log: d.log, Events: rec, PassTimeout: d.passTimeout,
 	})
 	if err != nil {
 		return err
@@ -185,12 +218,51 @@ func (d *daemon) passes(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// eventFlushTimeout bounds how long stopping the recorder waits for the
+// Events recorded to be written.
+const eventFlushTimeout = 5 * time.Second
+
 // recorder returns an Event recorder writing through events.k8s.io/v1,
-// and the function that stops it once the Events queued are handed on.
+// and the function that stops it once the Events recorded are written,
+// or eventFlushTimeout has passed: the broadcaster writes on its own
+// goroutine, and its Shutdown does not wait, so the last pass of `once`
+// would otherwise lose its Events.
 func (d *daemon) recorder(ctx context.Context) (events.EventRecorder, func()) {
-	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: d.cl.kube.EventsV1()})
+	sink := &countingSink{EventSink: &events.EventSinkImpl{Interface: d.cl.kube.EventsV1()}}
+	b := events.NewBroadcaster(sink)
 	b.StartRecordingToSink(ctx.Done())
-	return b.NewRecorder(scheme.Scheme, "resyncd"), b.Shutdown
+	rec := &countingRecorder{EventRecorder: b.NewRecorder(scheme.Scheme, "resyncd")}
+	return rec, func() {
+		deadline := time.Now().Add(eventFlushTimeout)
+		for sink.handled.Load() < rec.recorded.Load() && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		b.Shutdown()
+	}
+}
+
+// countingRecorder counts the Events recorded.
+type countingRecorder struct {
+	events.EventRecorder
+	recorded atomic.Int64
+}
+
+func (r *countingRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	r.recorded.Add(1)
+	r.EventRecorder.Eventf(regarding, related, eventtype, reason, action, note, args...)
+}
+
+// countingSink counts the Events the API server answered for, written or
+// refused. A repeat of an Event joins its series instead, and reaches the
+// sink only later: stopping then waits out eventFlushTimeout.
+type countingSink struct {
+	events.EventSink
+	handled atomic.Int64
+}
+
+func (s *countingSink) Create(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
+	defer s.handled.Add(1)
+	return s.EventSink.Create(ctx, e)
 }
 
 // serve runs an HTTP server on addr until ctx ends, then drains it.

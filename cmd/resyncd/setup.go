@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 
@@ -60,7 +62,9 @@ func newLogger(c config.Log) (*zap.Logger, error) {
 	}
 	// client-go logs through klog (leader election, the event broadcaster):
 	// send it to the same logger, in the same format.
-	klog.SetLogger(zapr.NewLogger(log.Named("client-go")))
+	// No stack traces: client-go logs refusals it copes with (an Event in
+	// a namespace being deleted) at error level, and one line says it.
+	klog.SetLogger(zapr.NewLogger(log.Named("client-go").WithOptions(zap.AddStacktrace(zapcore.FatalLevel))))
 	return log, nil
 }
 
@@ -79,6 +83,9 @@ func (g *globals) clients(cfg *config.Config) (*clients, error) {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}
 	rc.UserAgent = "resyncd/" + version
+	// A server that accepts connections and never answers (hung, or a
+	// black-holing proxy) must fail the request, not hold it forever.
+	rc.Timeout = g.requestTimeout
 	// resyncd paces its writes itself (apply.qps); client-go's own limiter
 	// must not throttle the LISTs of a pass below that.
 	rc.QPS = max(float32(cfg.Apply.QPS)*2, 50)
@@ -94,6 +101,16 @@ func (g *globals) clients(cfg *config.Config) (*clients, error) {
 // resource, and reports every one it does not, with the configuration's
 // file and line, before any pass.
 func checkServed(disc discovery.DiscoveryInterface, cfg *config.Config) error {
+	// A 404 from something that is not an API server (a wrong port, a web
+	// server behind the address) must not read as a missing CRD.
+	if _, err := disc.ServerVersion(); err != nil {
+		var ne net.Error
+		var status apierrors.APIStatus
+		if !apierrors.IsNotFound(err) && (errors.As(err, &ne) || errors.As(err, &status)) {
+			return err // no answer, or refused credentials: the error says so
+		}
+		return fmt.Errorf("the server does not answer like a Kubernetes API server (GET /version: %w); check --kubeconfig and --context", err)
+	}
 	var problems []string
 	for i, r := range cfg.Resources {
 		key := fmt.Sprintf("resources[%d]", i)
@@ -147,7 +164,23 @@ func (g *globals) prepare() (*prepared, error) {
 		return nil, err
 	}
 	if err := checkServed(cl.kube.Discovery(), cfg); err != nil {
-		return nil, err
+		return nil, g.explain(cl, err)
 	}
 	return &prepared{cfg: cfg, log: log, cl: cl}, nil
+}
+
+// errNoAnswer marks an error of a server that did not answer in time.
+var errNoAnswer = errors.New("no answer")
+
+// explain says, of an error that is a request or command timing out, which
+// server did not answer within which bound, and marks it errNoAnswer.
+func (g *globals) explain(cl *clients, err error) error {
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		return fmt.Errorf("%w: the API server at %s did not answer within %s (--request-timeout): %w", errNoAnswer, cl.rest.Host, g.requestTimeout, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: gave up after %s (--timeout) waiting for the API server at %s: %w", errNoAnswer, g.timeout, cl.rest.Host, err)
+	}
+	return err
 }
