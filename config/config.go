@@ -40,8 +40,8 @@ type Config struct {
 	Apply Apply `mapstructure:"apply"`
 	// LeaderElection lets several replicas run with one of them writing.
 	LeaderElection LeaderElection `mapstructure:"leaderElection"`
-	// Metrics is where /metrics is served.
-	Metrics Endpoint `mapstructure:"metrics"`
+	// Metrics is where and how /metrics is served.
+	Metrics Metrics `mapstructure:"metrics"`
 	// Health is where /healthz and /readyz are served.
 	Health Endpoint `mapstructure:"health"`
 	// Log sets the logger.
@@ -101,6 +101,20 @@ type Endpoint struct {
 	Address string `mapstructure:"address"`
 }
 
+// Metrics configures the /metrics endpoint.
+type Metrics struct {
+	// Address is host:port, for example ":8080".
+	Address string `mapstructure:"address"`
+	// Secure serves /metrics over TLS, only to a bearer token that the API
+	// server authenticates (TokenReview) and allows to get /metrics
+	// (SubjectAccessReview).
+	Secure bool `mapstructure:"secure"`
+	// CertFile and KeyFile are the TLS certificate and key; both empty
+	// with Secure: a self-signed certificate made at start.
+	CertFile string `mapstructure:"certFile"`
+	KeyFile  string `mapstructure:"keyFile"`
+}
+
 // Log configures the logger.
 type Log struct {
 	// Level is debug, info, warn or error.
@@ -129,8 +143,9 @@ type Resource struct {
 	Mode Mode `mapstructure:"mode"`
 	// Prune deletes children whose parent is gone.
 	Prune bool `mapstructure:"prune"`
-	// Priority orders this resource's writes after the parents' own
-	// spec.priority; higher is written first.
+	// Priority is validated and kept for the write scheduler that will
+	// order the writes of several resources of one cluster; it orders
+	// nothing yet, since each resource has its own loop and writers.
 	Priority int32 `mapstructure:"priority"`
 }
 
@@ -143,7 +158,7 @@ func (r Resource) Name() string {
 	return r.Resource + "." + r.Version + "." + r.Group
 }
 
-// Default returns the configuration of DESIGN §3 with no watched resource.
+// Default returns the default configuration, as docs/configuration.md lists it, with no watched resource.
 func Default() Config {
 	return Config{
 		FieldManager: "resyncd",
@@ -157,7 +172,7 @@ func Default() Config {
 			RenewDeadline: 10 * time.Second,
 			RetryPeriod:   2 * time.Second,
 		},
-		Metrics: Endpoint{Address: ":8080"},
+		Metrics: Metrics{Address: ":8080"},
 		Health:  Endpoint{Address: ":8081"},
 		Log:     Log{Level: "info", Format: "json"},
 	}

@@ -29,7 +29,7 @@ func TestLoadGood(t *testing.T) {
 		Apply:        Apply{Concurrency: 4, BatchSize: 20, QPS: 25.5, Burst: 40, MaxWritesPerPass: 500},
 		LeaderElection: LeaderElection{Enabled: true, Namespace: "ops", LeaseName: "resyncd-test",
 			LeaseDuration: 20 * time.Second, RenewDeadline: 15 * time.Second, RetryPeriod: 3 * time.Second},
-		Metrics: Endpoint{Address: "127.0.0.1:9090"},
+		Metrics: Metrics{Address: "127.0.0.1:9090"},
 		Health:  Endpoint{Address: ":9091"},
 		Log:     Log{Level: "debug", Format: "console"},
 		Resources: []Resource{

@@ -2,7 +2,6 @@ package config
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"reflect"
@@ -184,10 +183,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// IsConfigError reports whether err lists configuration problems.
-func IsConfigError(err error) bool {
-	var e *Error
-	return errors.As(err, &e)
 }

@@ -40,6 +40,12 @@ func validate(c *Config, ps *problems, renderers []string) error {
 	atLeast(ps, "apply.maxWritesPerPass", c.Apply.MaxWritesPerPass, 1)
 	validateLeaderElection(ps, c.LeaderElection)
 	address(ps, "metrics.address", c.Metrics.Address)
+	if (c.Metrics.CertFile == "") != (c.Metrics.KeyFile == "") {
+		ps.add("metrics.certFile", "certFile and keyFile go together: set both, or neither for a self-signed certificate")
+	}
+	if c.Metrics.CertFile != "" && !c.Metrics.Secure {
+		ps.add("metrics.certFile", "is set but metrics.secure is false: set secure: true to serve /metrics over TLS")
+	}
 	address(ps, "health.address", c.Health.Address)
 	oneOf(ps, "log.level", c.Log.Level, "debug", "info", "warn", "error")
 	oneOf(ps, "log.format", c.Log.Format, "json", "console")

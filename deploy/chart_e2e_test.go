@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,47 +44,11 @@ func TestChartEndToEnd(t *testing.T) {
 	}
 
 	// helm install resyncd deploy/helm/resyncd -n resyncd-system --set replicaCount=2
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, env.Kubeconfig(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	getter := genericclioptions.NewConfigFlags(false)
-	getter.KubeConfig = &kubeconfig
-	ns := releaseNamespace
-	getter.Namespace = &ns
-	helmCfg := &action.Configuration{}
-	if err := helmCfg.Init(getter, releaseNamespace, "secret", t.Logf); err != nil {
-		t.Fatal(err)
-	}
-	install := action.NewInstall(helmCfg)
-	install.ReleaseName, install.Namespace = releaseName, releaseNamespace
-	if _, err := install.Run(loadChart(t), map[string]any{"replicaCount": 2}); err != nil {
-		t.Fatalf("helm install: %v", err)
-	}
-
-	// The configuration, as the pod would read it from its volume.
-	cm, err := admin.CoreV1().ConfigMaps(releaseNamespace).Get(ctx, releaseName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cm.Data["config.yaml"]), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(cfgPath, config.Options{Renderers: desired.DefaultRegistry().Names()})
-	if err != nil {
-		t.Fatalf("the chart's configuration does not load: %v", err)
-	}
+	cfg, sa := helmInstall(t, releaseName, releaseNamespace, map[string]any{"replicaCount": 2})
 	if !cfg.LeaderElection.Enabled || cfg.LeaderElection.Namespace != releaseNamespace {
 		t.Errorf("leader election = %+v, want enabled in %s with 2 replicas", cfg.LeaderElection, releaseNamespace)
 	}
 
-	// The chart's ServiceAccount, as the API server authenticates a pod's token.
-	sa := rest.CopyConfig(env.Config)
-	sa.Impersonate = rest.ImpersonationConfig{
-		UserName: fmt.Sprintf("system:serviceaccount:%s:%s", releaseNamespace, releaseName),
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNamespace, "system:authenticated"},
-	}
 	saKube := kubernetes.NewForConfigOrDie(sa)
 	saDyn := dynamic.NewForConfigOrDie(sa)
 
@@ -107,7 +72,8 @@ func TestChartEndToEnd(t *testing.T) {
 
 	theirs := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "app-3", Namespace: "chart-e2e"},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 443}}}}
-	if theirs, err = admin.CoreV1().Services("chart-e2e").Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
+	theirs, err := admin.CoreV1().Services("chart-e2e").Create(ctx, theirs, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
 
@@ -208,5 +174,107 @@ func TestChartEndToEnd(t *testing.T) {
 		if !apierrors.IsForbidden(err) {
 			t.Errorf("%s: got %v, want Forbidden", what, err)
 		}
+	}
+}
+
+// helmInstall installs the chart as release in namespace with vals, and
+// returns the configuration of its ConfigMap, as the pod would read it
+// from its volume, and a client configuration that is the release's
+// ServiceAccount, as the API server authenticates a pod's token.
+func helmInstall(t *testing.T, release, namespace string, vals map[string]any) (*config.Config, *rest.Config) {
+	t.Helper()
+	ctx := t.Context()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, env.Kubeconfig(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	getter := genericclioptions.NewConfigFlags(false)
+	getter.KubeConfig = &kubeconfig
+	getter.Namespace = &namespace
+	helmCfg := &action.Configuration{}
+	if err := helmCfg.Init(getter, namespace, "secret", t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	install := action.NewInstall(helmCfg)
+	install.ReleaseName, install.Namespace = release, namespace
+	if _, err := install.Run(loadChart(t), vals); err != nil {
+		t.Fatalf("helm install: %v", err)
+	}
+	fullname := release // the chart's resyncd.fullname
+	if !strings.Contains(release, "resyncd") {
+		fullname = release + "-resyncd"
+	}
+	cm, err := kubernetes.NewForConfigOrDie(env.Config).CoreV1().ConfigMaps(namespace).Get(ctx, fullname, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cm.Data["config.yaml"]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(cfgPath, config.Options{Renderers: desired.DefaultRegistry().Names()})
+	if err != nil {
+		t.Fatalf("the chart's configuration does not load: %v", err)
+	}
+	sa := rest.CopyConfig(env.Config)
+	sa.Impersonate = rest.ImpersonationConfig{
+		UserName: fmt.Sprintf("system:serviceaccount:%s:%s", namespace, fullname),
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+	}
+	return cfg, sa
+}
+
+// TestChartNamespacedRBAC: when every watched resource lists its
+// namespaces, the chart grants Roles in those namespaces only. As the
+// release's ServiceAccount, a pass converges a parent in its namespace,
+// and the same requests elsewhere, or cluster-wide, are Forbidden.
+func TestChartNamespacedRBAC(t *testing.T) {
+	ctx := t.Context()
+	admin := kubernetes.NewForConfigOrDie(env.Config)
+	for _, ns := range []string{"scoped-system", "scoped-in", "scoped-out"} {
+		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, sa := helmInstall(t, "scoped", "scoped-system", map[string]any{"config": map[string]any{"resources": []any{
+		map[string]any{"group": "resyncd.io", "version": "v1alpha1", "resource": "httpservices", "renderer": "httpservice", "namespaces": []any{"scoped-in"}},
+	}}})
+	if _, err := admin.RbacV1().ClusterRoles().Get(ctx, "scoped-resyncd", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("ClusterRole scoped-resyncd: %v, want none", err)
+	}
+	adminDyn := dynamic.NewForConfigOrDie(env.Config)
+	for _, ns := range []string{"scoped-in", "scoped-out"} {
+		hs := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "resyncd.io/v1alpha1", "kind": "HttpService",
+			"metadata": map[string]any{"name": "web", "namespace": ns}, "spec": map[string]any{"image": "nginx", "port": int64(8080)},
+		}}
+		if _, err := adminDyn.Resource(httpServices).Namespace(ns).Create(ctx, hs, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eng, err := engine.New(cfg, engine.Options{Config: sa, Renderers: desired.DefaultRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := eng.SyncOnce(ctx)
+	if err != nil {
+		t.Fatalf("pass as the ServiceAccount: %v", err)
+	}
+	if r := rep.Resources[0]; r.Created != 2 || r.Failed != 0 {
+		t.Errorf("created %d, failed %d; want 2, 0", r.Created, r.Failed)
+	}
+	saKube, saDyn := kubernetes.NewForConfigOrDie(sa), dynamic.NewForConfigOrDie(sa)
+	forbidden := map[string]error{}
+	_, forbidden["list Deployments in scoped-out"] = saKube.AppsV1().Deployments("scoped-out").List(ctx, metav1.ListOptions{})
+	_, forbidden["list Deployments everywhere"] = saKube.AppsV1().Deployments("").List(ctx, metav1.ListOptions{})
+	_, forbidden["list HttpServices in scoped-out"] = saDyn.Resource(httpServices).Namespace("scoped-out").List(ctx, metav1.ListOptions{})
+	_, forbidden["get a Service in scoped-out"] = saKube.CoreV1().Services("scoped-out").Get(ctx, "web", metav1.GetOptions{})
+	for what, err := range forbidden {
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("%s: got %v, want Forbidden", what, err)
+		}
+	}
+	if _, err := admin.AppsV1().Deployments("scoped-out").Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Deployment in scoped-out: %v, want none", err)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/lint/support"
 
-	"github.com/resyncd/resyncd/deploy"
 	"github.com/resyncd/resyncd/internal/golden"
 )
 
@@ -37,6 +36,7 @@ var valueSets = map[string]map[string]any{
 		"metrics":   map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}}},
 		"dashboard": map[string]any{"enabled": true},
 	},
+	"secure-metrics": {"metrics": map[string]any{"secure": true, "serviceMonitor": map[string]any{"enabled": true}}},
 }
 
 func loadChart(t *testing.T) *chart.Chart {
@@ -105,7 +105,7 @@ func TestChartCRD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(deploy.CRD(), inChart) {
+	if !bytes.Equal(crdFile(t), inChart) {
 		t.Error("helm/resyncd/crds/resyncd.io_httpservices.yaml differs from crds/resyncd.io_httpservices.yaml; copy it over")
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,8 +18,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
-
-	"github.com/resyncd/resyncd/deploy"
 )
 
 var httpServices = schema.GroupVersionResource{Group: "resyncd.io", Version: "v1alpha1", Resource: "httpservices"}
@@ -174,7 +174,7 @@ func TestCRDPrinterColumns(t *testing.T) {
 // field of the schema says what it is.
 func TestCRDDescriptions(t *testing.T) {
 	var crd apiextensionsv1.CustomResourceDefinition
-	if err := yaml.UnmarshalStrict(deploy.CRD(), &crd); err != nil {
+	if err := yaml.UnmarshalStrict(crdFile(t), &crd); err != nil {
 		t.Fatalf("decode CRD: %v", err)
 	}
 	var missing []string
@@ -198,4 +198,14 @@ func TestCRDDescriptions(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("fields without a description: %v", missing)
 	}
+}
+
+// crdFile is the HttpService CRD the repository ships, deploy/crds.
+func crdFile(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("crds", "resyncd.io_httpservices.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

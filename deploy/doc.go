@@ -1,4 +1,4 @@
 // Package deploy holds what is installed into a cluster — the HttpService CRD
-// and, beside it, the Helm chart — and embeds the CRD for the programs that
-// install it; it holds no logic of resyncd.
+// in crds/ and, beside it, the Helm chart in helm/ — and the tests that install
+// them into a real API server; it holds no logic of resyncd.
 package deploy

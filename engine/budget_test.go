@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -72,5 +71,4 @@ func TestBudgetAndPriority(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("parents without status: %v", missing)
 	}
-	_ = metav1.Now
 }

@@ -1,9 +1,16 @@
 package engine
 
 import (
+	"context"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +25,8 @@ func TestLongParentNames(t *testing.T) {
 	ns := "long-names"
 	h := newHarness(t, testConfig(ns))
 	h.namespace(ns)
+	core, logs := observer.New(zapcore.InfoLevel)
+	h.engine.log = zap.New(core)
 	longest, tooLong := "a"+strings.Repeat("b", 62), "a"+strings.Repeat("b", 63)
 	h.createParent(ns, longest, map[string]any{"image": "nginx", "port": int64(8080)})
 	h.createParent(ns, tooLong, map[string]any{"image": "nginx", "port": int64(8080)})
@@ -34,6 +43,9 @@ func TestLongParentNames(t *testing.T) {
 	}
 	if rep := h.sync(); rep.Writes() != 0 {
 		t.Errorf("second pass made %d writes, want 0", rep.Writes())
+	}
+	if n := logs.FilterMessage("Parent stalled").Len(); n != 1 {
+		t.Errorf("%d Parent stalled lines over two passes, want 1", n)
 	}
 }
 
@@ -79,5 +91,29 @@ func TestNamespaceBeingDeleted(t *testing.T) {
 	}
 	if n := rec.n.Load(); n != 1 {
 		t.Errorf("%d Events recorded over three passes, want 1", n)
+	}
+}
+
+// TestStopDuringList: a stop (SIGTERM cancels the pass's context) while
+// the pass LISTs ends the pass without counting it failed: one "Pass
+// stopped" line, no "Pass failed".
+func TestStopDuringList(t *testing.T) {
+	ns := "stopped"
+	h := newHarness(t, testConfig(ns))
+	h.namespace(ns)
+	h.createParent(ns, "web", map[string]any{"image": "nginx", "port": int64(8080)})
+	core, logs := observer.New(zapcore.InfoLevel)
+	h.engine.log = zap.New(core)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	h.log.next = &beforeTransport{next: h.log.next, hook: cancel,
+		match: func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/httpservices") }}
+	if _, err := h.engine.SyncOnce(ctx); err == nil {
+		t.Fatal("the stopped pass reported no error")
+	}
+	failed := testutil.ToFloat64(h.engine.metrics.passes.WithLabelValues(hsvcResource, "error"))
+	if failed != 0 || logs.FilterMessage("Pass failed").Len() != 0 || logs.FilterMessage("Pass stopped").Len() != 1 {
+		t.Errorf("passes_total{result=error} %v, %d Pass failed, %d Pass stopped lines; want 0, 0, 1",
+			failed, logs.FilterMessage("Pass failed").Len(), logs.FilterMessage("Pass stopped").Len())
 	}
 }

@@ -213,5 +213,5 @@ func (e *Engine) SyncOnce(ctx context.Context) (Report, error) {
 			errs = append(errs, err)
 		}
 	}
-	return rep, joinErrors(errs)
+	return rep, errors.Join(errs...)
 }

@@ -113,7 +113,6 @@ func TestSyncCreatesThenSteady(t *testing.T) {
 	if rep.InSync != 69 || rep.Writes() != 0 {
 		t.Errorf("steady pass: in sync %d, writes %d; want 69, 0", rep.InSync, rep.Writes())
 	}
-	_ = metav1.Now
 }
 
 // TestPassNow: with an hour's interval, PassNow starts the next pass at

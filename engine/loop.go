@@ -8,11 +8,11 @@ import (
 	"github.com/resyncd/resyncd/config"
 )
 
-// Every calls f now and then every interval, measured from the start of
+// every calls f now and then every interval, measured from the start of
 // each call (a slow pass does not push the next one back), until ctx ends.
 // A call that overruns the interval is followed by the next at once. A
 // receive from now starts the next call early; nil never does.
-func Every(ctx context.Context, interval time.Duration, now <-chan struct{}, f func(context.Context)) {
+func every(ctx context.Context, interval time.Duration, now <-chan struct{}, f func(context.Context)) {
 	for {
 		start := time.Now()
 		f(ctx)
@@ -45,7 +45,7 @@ func (e *Engine) Run(ctx context.Context, done func(i int, rep ResourceReport, e
 			continue
 		}
 		wg.Go(func() {
-			Every(ctx, rs.cfg.Interval, rs.now, func(ctx context.Context) {
+			every(ctx, rs.cfg.Interval, rs.now, func(ctx context.Context) {
 				if e.passTimeout > 0 {
 					var cancel context.CancelFunc
 					ctx, cancel = context.WithTimeout(ctx, e.passTimeout)

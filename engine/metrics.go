@@ -4,7 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics are the Prometheus metrics of DESIGN §5, registered on the
+// Metrics are the Prometheus metrics of docs/metrics.md, registered on the
 // registry given to NewMetrics.
 type Metrics struct {
 	passes         *prometheus.CounterVec

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"time"
 )
 
@@ -95,5 +94,3 @@ type Drift struct {
 	// Desired are the fields resyncd would apply; nil when orphaned.
 	Desired map[string]any
 }
-
-func joinErrors(errs []error) error { return errors.Join(errs...) }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -84,11 +85,17 @@ func runDaemon(ctx context.Context, g *globals) error {
 
 	log.Info("Starting", zap.String("version", version), zap.String("server", cl.rest.Host),
 		zap.Int("resources", len(cfg.Resources)), zap.Bool("leaderElection", cfg.LeaderElection.Enabled))
+	metricsHandler := http.Handler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	var metricsTLSConfig *tls.Config
+	if cfg.Metrics.Secure {
+		if metricsTLSConfig, err = metricsTLS(cfg.Metrics); err != nil {
+			return exitWith(1, fmt.Errorf("%s: metrics: %w", cfg.Where("metrics.certFile"), err))
+		}
+		metricsHandler = newMetricsGuard(cl.kube, metricsHandler)
+	}
 	eg, ctx := errgroup.WithContext(ctx)
-	eg.Go(func() error {
-		return serve(ctx, log, "metrics", cfg.Metrics.Address, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	})
-	eg.Go(func() error { return serve(ctx, log, "health", cfg.Health.Address, d.health.handler()) })
+	eg.Go(func() error { return serve(ctx, log, "metrics", cfg.Metrics.Address, metricsHandler, metricsTLSConfig) })
+	eg.Go(func() error { return serve(ctx, log, "health", cfg.Health.Address, d.health.handler(), nil) })
 	eg.Go(func() error { return d.lead(ctx) })
 	err = eg.Wait()
 	log.Info("Stopped")
@@ -265,16 +272,20 @@ func (s *countingSink) Create(ctx context.Context, e *eventsv1.Event) (*eventsv1
 	return s.EventSink.Create(ctx, e)
 }
 
-// serve runs an HTTP server on addr until ctx ends, then drains it.
-func serve(ctx context.Context, log *zap.Logger, name, addr string, h http.Handler) error {
+// serve runs an HTTP server on addr, over TLS when tlsConfig is set,
+// until ctx ends, then drains it.
+func serve(ctx context.Context, log *zap.Logger, name, addr string, h http.Handler, tlsConfig *tls.Config) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("%s server: %w", name, err)
 	}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
+	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	log.Info("Serving", zap.String("server", name), zap.String("address", ln.Addr().String()))
+	log.Info("Serving", zap.String("server", name), zap.String("address", ln.Addr().String()), zap.Bool("tls", tlsConfig != nil))
 	select {
 	case err := <-errc:
 		return fmt.Errorf("%s server: %w", name, err)

@@ -132,17 +132,8 @@ func (e *Env) Kubeconfig() []byte {
 	return e.env.KubeConfig
 }
 
-// AddUser returns a configuration that authenticates as name in groups,
-// for tests of what RBAC lets an identity do.
-func (e *Env) AddUser(name string, groups ...string) (*rest.Config, error) {
-	u, err := e.env.AddUser(envtest.User{Name: name, Groups: groups}, rest.CopyConfig(e.Config))
-	if err != nil {
-		return nil, fmt.Errorf("add user %s: %w", name, err)
-	}
-	return u.Config(), nil
-}
-
-// AddUserKubeconfig is AddUser as a kubeconfig, for a process.
+// AddUserKubeconfig returns a kubeconfig that authenticates as name in
+// groups, for tests of what RBAC lets an identity do.
 func (e *Env) AddUserKubeconfig(name string, groups ...string) ([]byte, error) {
 	u, err := e.env.AddUser(envtest.User{Name: name, Groups: groups}, rest.CopyConfig(e.Config))
 	if err != nil {

@@ -58,7 +58,7 @@ leader election, its Lease, the listen addresses, the log settings.
 {{- $_ := set $le "namespace" .Release.Namespace }}
 {{- $_ := set $le "leaseName" (include "resyncd.fullname" .) }}
 {{- $_ := set $cfg "leaderElection" $le }}
-{{- $_ := set $cfg "metrics" (dict "address" (printf ":%d" (int .Values.metrics.service.port))) }}
+{{- $_ := set $cfg "metrics" (dict "address" (printf ":%d" (int .Values.metrics.service.port)) "secure" (.Values.metrics.secure | default false)) }}
 {{- $_ := set $cfg "health" (dict "address" (printf ":%d" (int .Values.healthPort))) }}
 {{- $_ := set $cfg "log" (dict "level" .Values.logLevel "format" .Values.logFormat) }}
 {{- toYaml $cfg }}
@@ -69,11 +69,7 @@ The child resources each renderer writes, as RBAC rules: one rule per API
 group. Kept next to desired.HTTPService.ChildTypes; a chart test checks the two agree.
 */}}
 {{- define "resyncd.childRules" -}}
-{{- $renderers := dict }}
-{{- range .Values.config.resources }}
-{{- $_ := set $renderers .renderer true }}
-{{- end }}
-{{- if hasKey $renderers "httpservice" }}
+{{- if hasKey . "httpservice" }}
 - apiGroups: ["apps"]
   resources: ["deployments"]
   verbs: ["get", "list", "create", "patch", "delete"]
@@ -84,4 +80,54 @@ group. Kept next to desired.HTTPService.ChildTypes; a chart test checks the two 
   resources: ["horizontalpodautoscalers"]
   verbs: ["get", "list", "create", "patch", "delete"]
 {{- end }}
+{{- end }}
+
+{{/*
+The namespaces of every watched resource, as a JSON list, when each lists
+its own; an empty list when any watches all namespaces.
+*/}}
+{{- define "resyncd.watchedNamespaces" -}}
+{{- $all := list }}
+{{- $scoped := true }}
+{{- range .Values.config.resources }}
+{{- if not .namespaces }}
+{{- $scoped = false }}
+{{- end }}
+{{- range .namespaces }}
+{{- $all = append $all . }}
+{{- end }}
+{{- end }}
+{{- if $scoped }}
+{{- $all | uniq | sortAlpha | toJson }}
+{{- else }}
+{{- list | toJson }}
+{{- end }}
+{{- end }}
+
+{{/*
+The RBAC rules of the watched resources in one namespace ("" for all):
+the parents that watch it, the children of their renderers, Events.
+*/}}
+{{- define "resyncd.rules" -}}
+{{- $seen := dict }}
+{{- $renderers := dict }}
+{{- range .root.Values.config.resources }}
+{{- if or (eq $.namespace "") (has $.namespace (default list .namespaces)) }}
+{{- $_ := set $renderers .renderer true }}
+{{- $key := printf "%s/%s" (.group | default "") .resource }}
+{{- if not (hasKey $seen $key) }}
+{{- $_ := set $seen $key true }}
+- apiGroups: [{{ .group | default "" | quote }}]
+  resources: [{{ .resource | quote }}]
+  verbs: ["list"]
+- apiGroups: [{{ .group | default "" | quote }}]
+  resources: [{{ printf "%s/status" .resource | quote }}]
+  verbs: ["patch"]
+{{- end }}
+{{- end }}
+{{- end }}
+{{- include "resyncd.childRules" $renderers }}
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
 {{- end }}
