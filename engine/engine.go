@@ -24,7 +24,7 @@ import (
 // Engine runs passes over the watched resources of a configuration.
 type Engine struct {
 	cfg       *config.Config
-	client    dynamic.Interface
+	writer    *applier
 	reader    *actual.Reader
 	renderers desired.Registry
 	owner     *owner
@@ -162,7 +162,7 @@ func New(cfg *config.Config, opts Options) (*Engine, error) {
 	}
 	e := &Engine{
 		cfg:         cfg,
-		client:      client,
+		writer:      &applier{client: client, manager: cfg.FieldManager},
 		reader:      actual.NewReader(lister, cfg.PageSize),
 		renderers:   opts.Renderers,
 		owner:       newOwner(cfg.FieldManager),

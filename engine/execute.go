@@ -2,10 +2,8 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"reflect"
 	"strings"
 	"sync"
@@ -16,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 
@@ -167,11 +164,13 @@ func (e *Engine) write(ctx context.Context, r *run, j *job, o *op) {
 	case OpRelease:
 		err = e.release(ctx, o)
 	case OpDelete:
-		err = e.paced(ctx, isTransient, func() error { return e.delete(ctx, o) })
+		err = e.paced(ctx, isTransient, func() error {
+			return e.writer.delete(ctx, o.gvr, o.key.Kind, o.key.Namespace, o.key.Name, o.live.uid)
+		})
 	default:
 		err = e.paced(ctx, isTransient, func() error {
 			var err error
-			result, err = e.apply(ctx, o, "")
+			result, err = e.writer.apply(ctx, o.gvr, o.desired, applyOptions{})
 			return err
 		})
 	}
@@ -191,34 +190,6 @@ func (e *Engine) paced(ctx context.Context, retriable func(error) bool, write fu
 		}
 		return write()
 	})
-}
-
-// delete deletes o's child, if it is still the object the plan saw.
-func (e *Engine) delete(ctx context.Context, o *op) error {
-	uid := o.live.uid
-	policy := metav1.DeletePropagationBackground
-	return e.client.Resource(o.gvr).Namespace(o.key.Namespace).Delete(ctx, o.key.Name,
-		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: &policy})
-}
-
-// apply server-side-applies o's desired child; with a resourceVersion,
-// the server refuses the apply unless the object has that version.
-func (e *Engine) apply(ctx context.Context, o *op, resourceVersion string) (*unstructured.Unstructured, error) {
-	obj := o.desired.Object
-	if resourceVersion != "" {
-		md, _ := obj["metadata"].(map[string]any)
-		md = maps.Clone(md)
-		md["resourceVersion"] = resourceVersion
-		obj = maps.Clone(obj)
-		obj["metadata"] = md
-	}
-	body, err := json.Marshal(obj)
-	if err != nil {
-		return nil, err
-	}
-	force := true
-	return e.client.Resource(o.gvr).Namespace(o.key.Namespace).Patch(ctx, o.key.Name, types.ApplyPatchType, body,
-		metav1.PatchOptions{FieldManager: e.cfg.FieldManager, Force: &force})
 }
 
 // settle books the outcome of a write and returns the result label.
@@ -335,19 +306,14 @@ func (e *Engine) writeStatus(ctx context.Context, r *run, j *job) {
 		r.add(func(rep *ResourceReport) { rep.Deferred++ })
 		return
 	}
-	body, err := json.Marshal(map[string]any{
+	status := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": j.parent.GetAPIVersion(), "kind": j.parent.GetKind(),
 		"metadata": map[string]any{"name": j.parent.GetName(), "namespace": j.parent.GetNamespace()},
 		"status":   st,
-	})
-	if err != nil {
-		return
-	}
+	}}
 	start := e.now()
 	err = e.paced(ctx, isTransient, func() error {
-		force := true
-		_, err := e.client.Resource(r.rs.gvr).Namespace(j.parent.GetNamespace()).Patch(ctx, j.parent.GetName(),
-			types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: e.cfg.FieldManager, Force: &force}, "status")
+		_, err := e.writer.apply(ctx, r.rs.gvr, status, applyOptions{subresource: "status"})
 		return err
 	})
 	outcome := "success"

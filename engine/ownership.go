@@ -9,7 +9,6 @@ import (
 
 	"go.uber.org/zap"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -19,14 +18,6 @@ import (
 // ReasonNameTaken is the Stalled reason of a parent that renders a child
 // whose name an object resyncd may not write already has.
 const ReasonNameTaken = "NameTaken"
-
-// createOnly is the resourceVersion a create's apply carries. No stored
-// object has it (etcd revisions are int64), so the API server refuses the
-// apply with a conflict if an object of the name exists, and creates the
-// object otherwise (a create ignores the resourceVersion it is given). A
-// missing child is thus created without a request to look first, and
-// never written over an object that appeared since the LIST.
-const createOnly = "18446744073709551615"
 
 // claim is what a parent may do with an existing object of a name it
 // renders.
@@ -150,14 +141,14 @@ func (e *Engine) create(ctx context.Context, r *run, j *job, o *op) (*unstructur
 			var result *unstructured.Unstructured
 			err := e.paced(ctx, createOnlyRetriable, func() error {
 				var err error
-				result, err = e.apply(ctx, o, createOnly)
+				result, err = e.writer.apply(ctx, o.gvr, o.desired, applyOptions{createOnly: true})
 				return err
 			})
 			if !apierrors.IsConflict(err) || try > 0 {
 				return result, err // a second conflict is a race: settled as transient
 			}
 		}
-		u, err := e.client.Resource(o.gvr).Namespace(o.key.Namespace).Get(ctx, o.key.Name, metav1.GetOptions{})
+		u, err := e.writer.get(ctx, o.gvr, o.key.Kind, o.key.Namespace, o.key.Name)
 		if apierrors.IsNotFound(err) {
 			continue // freed since: create it
 		}
@@ -176,7 +167,7 @@ func (e *Engine) create(ctx context.Context, r *run, j *job, o *op) (*unstructur
 		var result *unstructured.Unstructured
 		err = e.paced(ctx, isTransient, func() error {
 			var err error
-			result, err = e.apply(ctx, o, "")
+			result, err = e.writer.apply(ctx, o.gvr, o.desired, applyOptions{})
 			return err
 		})
 		return result, err

@@ -2,13 +2,11 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/resyncd/resyncd/desired"
 )
@@ -21,20 +19,14 @@ import (
 // resourceVersion read, so that nothing written since is undone.
 func (e *Engine) release(ctx context.Context, o *op) error {
 	return e.paced(ctx, isTransient, func() error {
-		ri := e.client.Resource(o.gvr).Namespace(o.key.Namespace)
-		u, err := ri.Get(ctx, o.key.Name, metav1.GetOptions{})
+		u, err := e.writer.get(ctx, o.gvr, o.key.Kind, o.key.Namespace, o.key.Name)
 		if err != nil {
 			return err
 		}
 		if u.GetUID() != o.live.uid {
 			return apierrors.NewNotFound(o.gvr.GroupResource(), o.key.Name) // re-created: not the object planned
 		}
-		patch, err := json.Marshal(releasePatch(u, e.cfg.FieldManager, o.live))
-		if err != nil {
-			return err
-		}
-		_, err = ri.Patch(ctx, o.key.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: e.cfg.FieldManager})
-		return err
+		return e.writer.patch(ctx, o.gvr, o.key.Kind, o.key.Namespace, o.key.Name, releasePatch(u, e.cfg.FieldManager, o.live))
 	})
 }
 

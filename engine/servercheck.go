@@ -2,12 +2,9 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/resyncd/resyncd/config"
@@ -75,15 +72,9 @@ func (e *Engine) settleCheck(rs *resourceState, j *job, o *op, drifted bool, mu 
 
 // dryRun reports whether applying o would change the live object.
 func (e *Engine) dryRun(ctx context.Context, o *op) (bool, error) {
-	body, err := json.Marshal(o.desired.Object)
-	if err != nil {
-		return false, err
-	}
-	force := true
-	opts := metav1.PatchOptions{FieldManager: e.cfg.FieldManager, Force: &force, DryRun: []string{metav1.DryRunAll}}
 	var drifted bool
-	err = retry.OnError(transientBackoff, isTransient, func() error {
-		res, err := e.client.Resource(o.gvr).Namespace(o.key.Namespace).Patch(ctx, o.key.Name, types.ApplyPatchType, body, opts)
+	err := retry.OnError(transientBackoff, isTransient, func() error {
+		res, err := e.writer.apply(ctx, o.gvr, o.desired, applyOptions{dryRun: true})
 		if err != nil {
 			return err
 		}

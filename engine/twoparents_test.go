@@ -3,6 +3,7 @@ package engine
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -69,8 +70,9 @@ func (widgetRenderer) Status(p *unstructured.Unstructured, obs desired.Observati
 	if raw, ok, _ := unstructured.NestedSlice(p.Object, "status", "conditions"); ok {
 		for _, r := range raw {
 			m := r.(map[string]any)
+			since, _ := time.Parse(time.RFC3339, str(m["lastTransitionTime"]))
 			conds = append(conds, metav1.Condition{Type: str(m["type"]), Status: metav1.ConditionStatus(str(m["status"])),
-				Reason: str(m["reason"]), Message: str(m["message"]), LastTransitionTime: metav1.Now()})
+				Reason: str(m["reason"]), Message: str(m["message"]), LastTransitionTime: metav1.NewTime(since)})
 		}
 	}
 	c := metav1.Condition{Type: desired.ConditionStalled, Status: metav1.ConditionFalse, Reason: "NoError", LastTransitionTime: metav1.NewTime(obs.Now.Truncate(1e9))}
