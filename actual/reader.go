@@ -8,9 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// ManagedSelector selects the objects resyncd manages.
-const ManagedSelector = "app.kubernetes.io/managed-by=resyncd"
-
 // Reader LISTs parents and children, page by page. It never GETs one object.
 type Reader struct {
 	lister   *Lister
@@ -30,9 +27,10 @@ func (r *Reader) Parents(ctx context.Context, gvr schema.GroupVersionResource, n
 }
 
 // Children calls fn for every object of gvr in namespaces (none: all) that
-// carries resyncd's managed-by label.
-func (r *Reader) Children(ctx context.Context, gvr schema.GroupVersionResource, namespaces []string, fn func(*unstructured.Unstructured) error) error {
-	_, err := r.each(ctx, gvr, namespaces, metav1.ListOptions{LabelSelector: ManagedSelector}, fn)
+// selector selects: the children of one watched resource.
+func (r *Reader) Children(ctx context.Context, gvr schema.GroupVersionResource, namespaces []string, selector string,
+	fn func(*unstructured.Unstructured) error) error {
+	_, err := r.each(ctx, gvr, namespaces, metav1.ListOptions{LabelSelector: selector}, fn)
 	return err
 }
 

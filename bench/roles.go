@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/pager"
 
-	"github.com/resyncd/resyncd/actual"
 	"github.com/resyncd/resyncd/desired"
 )
 
@@ -95,6 +94,7 @@ func floorApply(ctx context.Context, client dynamic.Interface, parent *unstructu
 	if err != nil {
 		return err
 	}
+	desired.Stamp(g, parent) // what resyncd applies: content and identity
 	force := true
 	opts := metav1.PatchOptions{FieldManager: "resyncd", Force: &force}
 	obs := desired.Observation{Now: time.Now(), Applied: true}
@@ -162,7 +162,7 @@ func listMain(args []string) error {
 		return err
 	}
 	for _, ct := range (desired.HTTPService{}).ChildTypes() {
-		if err := pagedList(ctx, client, ct.GVR, actual.ManagedSelector, *pageSize, count); err != nil {
+		if err := pagedList(ctx, client, ct.GVR, desired.ChildSelector(schema.GroupKind{Group: parentGVR.Group, Kind: "HttpService"}), *pageSize, count); err != nil {
 			return err
 		}
 	}

@@ -31,6 +31,14 @@ func (HTTPService) ChildTypes() []ChildType {
 	return []ChildType{deploymentType, serviceType, hpaType}
 }
 
+// Policy implements Renderer: spec.priority and spec.paused. A spec that
+// does not parse has the zero policy; Render reports what is wrong.
+func (HTTPService) Policy(parent *unstructured.Unstructured) Policy {
+	priority, _, _ := unstructured.NestedInt64(parent.Object, "spec", "priority")
+	paused, _, _ := unstructured.NestedBool(parent.Object, "spec", "paused")
+	return Policy{Priority: int32(priority), Paused: paused}
+}
+
 // httpServiceSpec is HttpService's spec; deploy/crds holds its schema, with
 // the defaults the API server fills in.
 type httpServiceSpec struct {

@@ -43,14 +43,10 @@ func (HTTPService) Render(parent *unstructured.Unstructured) (Graph, error) {
 }
 
 func objectMeta(parent *unstructured.Unstructured) *metav1ac.ObjectMetaApplyConfiguration {
-	ref := ownerReference(parent)
 	return metav1ac.ObjectMeta().
 		WithName(parent.GetName()).
 		WithNamespace(parent.GetNamespace()).
-		WithLabels(objectLabels(parent)).
-		WithOwnerReferences(metav1ac.OwnerReference().
-			WithAPIVersion(ref.APIVersion).WithKind(ref.Kind).WithName(ref.Name).WithUID(ref.UID).
-			WithController(true).WithBlockOwnerDeletion(true))
+		WithLabels(map[string]string{LabelName: parent.GetName()})
 }
 
 func selector(parent *unstructured.Unstructured) map[string]string {

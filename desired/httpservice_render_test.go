@@ -35,10 +35,12 @@ func TestRenderGolden(t *testing.T) {
 	}
 	for _, in := range inputs {
 		t.Run(filepath.Base(in), func(t *testing.T) {
-			g, err := HTTPService{}.Render(readParent(t, in))
+			parent := readParent(t, in)
+			g, err := HTTPService{}.Render(parent)
 			if err != nil {
 				t.Fatal(err)
 			}
+			Stamp(g, parent) // as the engine applies them
 			var docs []string
 			for _, c := range g.Children {
 				b, err := yaml.Marshal(c.Object)
@@ -99,8 +101,9 @@ func TestRenderInvalid(t *testing.T) {
 
 func spec(u *unstructured.Unstructured) map[string]any { return u.Object["spec"].(map[string]any) }
 
-// FuzzRender: no spec makes Render panic, and every child it renders is
-// labelled, owned by the parent and in the parent's namespace.
+// FuzzRender: no spec makes Render panic; every child it renders is in
+// the parent's namespace and carries no identity of its own, and once
+// stamped is labelled and owned by the parent.
 func FuzzRender(f *testing.F) {
 	inputs, _ := filepath.Glob("../testdata/render/*.yaml")
 	for _, in := range inputs {
@@ -119,6 +122,12 @@ func FuzzRender(f *testing.F) {
 		if err != nil {
 			return
 		}
+		for _, c := range g.Children {
+			if len(c.GetOwnerReferences()) > 0 || c.GetLabels()[LabelManagedBy] != "" {
+				t.Errorf("%s sets identity the engine stamps: %v, %v", c.GetKind(), c.GetLabels(), c.GetOwnerReferences())
+			}
+		}
+		Stamp(g, u)
 		for _, c := range g.Children {
 			if c.GetNamespace() != u.GetNamespace() || c.GetName() != u.GetName() {
 				t.Errorf("%s %s/%s is not named after its parent %s/%s", c.GetKind(), c.GetNamespace(), c.GetName(), u.GetNamespace(), u.GetName())

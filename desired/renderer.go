@@ -3,6 +3,7 @@ package desired
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"time"
 
@@ -45,6 +46,43 @@ const (
 	Disabled = "disabled"
 )
 
+// ChildSelector is the label selector of the children of parents of gk:
+// what a pass LISTs, so that the children of another watched kind are
+// never read.
+func ChildSelector(gk schema.GroupKind) string {
+	return LabelManagedBy + "=" + ManagedByValue + "," + LabelParentKind + "=" + ParentKind(gk)
+}
+
+// ChildLabels are the identity labels of every child of parent.
+func ChildLabels(parent *unstructured.Unstructured) map[string]string {
+	return map[string]string{LabelManagedBy: ManagedByValue, LabelParent: parent.GetName(),
+		LabelParentKind: ParentKind(parent.GroupVersionKind().GroupKind())}
+}
+
+// Stamp gives every child of g its identity as a child of parent: the
+// labels of ChildLabels, over the renderer's own, and the controller
+// ownerReference to parent, in place of any other controller reference.
+// The engine stamps what every renderer returns.
+func Stamp(g Graph, parent *unstructured.Unstructured) {
+	labels := ChildLabels(parent)
+	ref := OwnerReference(parent)
+	for _, c := range g.Children {
+		l := c.GetLabels()
+		if l == nil {
+			l = map[string]string{}
+		}
+		maps.Copy(l, labels)
+		c.SetLabels(l)
+		refs := []metav1.OwnerReference{ref}
+		for _, r := range c.GetOwnerReferences() {
+			if (r.Controller == nil || !*r.Controller) && r.UID != ref.UID {
+				refs = append(refs, r)
+			}
+		}
+		c.SetOwnerReferences(refs)
+	}
+}
+
 // ParentKind is the value of LabelParentKind for parents of gk:
 // Kind.group, or Kind for the core group.
 func ParentKind(gk schema.GroupKind) string {
@@ -65,9 +103,23 @@ type ChildType struct {
 // Graph is the desired children of one parent, in the order they are
 // applied: a child comes after the children it refers to.
 type Graph struct {
-	// Children are complete apply configurations: apiVersion, kind, name,
-	// namespace, labels, ownerReferences and every field resyncd owns.
+	// Children are apply configurations of content: apiVersion, kind,
+	// name, namespace and every field resyncd owns. The engine adds the
+	// identity of every child — the labels of ChildLabels and the
+	// controller ownerReference to the parent — so a renderer sets
+	// neither; labels of its own (app.kubernetes.io/name, say) it may set.
 	Children []*unstructured.Unstructured
+}
+
+// Policy is what the engine needs of a parent besides its children and
+// status; the engine reads nothing of a parent's spec itself.
+type Policy struct {
+	// Priority orders the parent's writes when work queues up: higher
+	// first.
+	Priority int32
+	// Paused withholds every child write of the parent; its drift is still
+	// reported in status and metrics.
+	Paused bool
 }
 
 // Child is what the engine kept of a live child object: enough to judge its
@@ -123,11 +175,14 @@ type Observation struct {
 	Applied bool
 }
 
-// Renderer turns a parent into its desired children and status.
+// Renderer turns a parent into its desired children and status. It is
+// pure: no request, no clock but Observation.Now.
 type Renderer interface {
 	// ChildTypes lists every kind of child Render can produce, for LISTing
 	// and pruning, in a fixed order.
 	ChildTypes() []ChildType
+	// Policy returns the parent's priority and whether it is paused.
+	Policy(parent *unstructured.Unstructured) Policy
 	// Render returns the desired children of parent. An *InvalidError says
 	// the parent's spec cannot be rendered; no child is touched then.
 	Render(parent *unstructured.Unstructured) (Graph, error)
@@ -179,8 +234,8 @@ func (r Registry) Get(name string) (Renderer, error) {
 	return rd, nil
 }
 
-// ownerReference makes parent the controller of a child.
-func ownerReference(parent *unstructured.Unstructured) metav1.OwnerReference {
+// OwnerReference makes parent the controller of a child.
+func OwnerReference(parent *unstructured.Unstructured) metav1.OwnerReference {
 	yes := true
 	return metav1.OwnerReference{
 		APIVersion:         parent.GetAPIVersion(),
@@ -195,13 +250,4 @@ func ownerReference(parent *unstructured.Unstructured) metav1.OwnerReference {
 // childLabels are the labels of the pods of parent's workloads.
 func childLabels(parent string) map[string]string {
 	return map[string]string{LabelName: parent, LabelManagedBy: ManagedByValue, LabelParent: parent}
-}
-
-// objectLabels are the labels of every child of parent: childLabels and
-// the parent's kind. Pods do not get the kind: a label added to a pod
-// template rolls out every Deployment.
-func objectLabels(parent *unstructured.Unstructured) map[string]string {
-	l := childLabels(parent.GetName())
-	l[LabelParentKind] = ParentKind(parent.GroupVersionKind().GroupKind())
-	return l
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
@@ -26,6 +27,7 @@ type Engine struct {
 	cfg       *config.Config
 	writer    *applier
 	reader    *actual.Reader
+	discovery discovery.DiscoveryInterface
 	renderers desired.Registry
 	owner     *owner
 	metrics   *Metrics
@@ -160,10 +162,15 @@ func New(cfg *config.Config, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	disc, err := discovery.NewDiscoveryClientForConfig(opts.Config)
+	if err != nil {
+		return nil, err
+	}
 	e := &Engine{
 		cfg:         cfg,
 		writer:      &applier{client: client, manager: cfg.FieldManager},
 		reader:      actual.NewReader(lister, cfg.PageSize),
+		discovery:   disc,
 		renderers:   opts.Renderers,
 		owner:       newOwner(cfg.FieldManager),
 		metrics:     opts.Metrics,

@@ -164,6 +164,11 @@ func (e *Engine) create(ctx context.Context, r *run, j *job, o *op) (*unstructur
 		if !c.labelled {
 			e.log.Info("Adopting", zap.String("object", o.key.String()), zap.String("parent", objectID(j.parent)))
 		}
+		// The parent's own child that the LIST did not select (made by a
+		// release before the parent-kind label, or since the LIST), or one
+		// handed over: an update of the object as it is now.
+		c.uid, c.resourceVersion = u.GetUID(), u.GetResourceVersion()
+		o.kind, o.live = OpUpdate, c
 		var result *unstructured.Unstructured
 		err = e.paced(ctx, isTransient, func() error {
 			var err error

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -296,5 +298,44 @@ func TestPredecessorIsReplaced(t *testing.T) {
 	}
 	if s := condition(t, h.mustGet(httpServices, ns, "web"), "Stalled"); s["status"] != "False" {
 		t.Errorf("Stalled = %v", s)
+	}
+}
+
+// TestUpgradeRelabels: children that an earlier release converged carry
+// no resyncd.io/parent-kind label, so the pass's LIST does not select
+// them. The create that follows finds them, sees they are the parent's,
+// and updates them in place: the same objects (UIDs), now labelled, no
+// child deleted or created, within the write budget; the pass after writes
+// nothing.
+func TestUpgradeRelabels(t *testing.T) {
+	ns := "upgrade"
+	cfg := testConfig(ns)
+	cfg.Apply.MaxWritesPerPass = 3 // two children and the status
+	h := newHarness(t, cfg)
+	h.namespace(ns)
+	h.createParent(ns, "web", map[string]any{"image": "nginx", "port": int64(8080)})
+	h.sync()
+	uids := map[string]types.UID{}
+	for _, gvr := range []schema.GroupVersionResource{deployments, services} {
+		if _, err := h.dyn.Resource(gvr).Namespace(ns).Patch(t.Context(), "web", types.JSONPatchType,
+			[]byte(`[{"op":"remove","path":"/metadata/labels/resyncd.io~1parent-kind"}]`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		uids[gvr.Resource] = h.mustGet(gvr, ns, "web").GetUID()
+	}
+	rep := h.sync()
+	if rep.Updated != 2 || rep.Created != 0 || rep.Deleted != 0 || rep.Failed != 0 || rep.Deferred != 0 {
+		t.Errorf("upgrade pass: updated %d, created %d, deleted %d, failed %d, deferred %d; want 2, 0, 0, 0, 0",
+			rep.Updated, rep.Created, rep.Deleted, rep.Failed, rep.Deferred)
+	}
+	for _, gvr := range []schema.GroupVersionResource{deployments, services} {
+		u := h.mustGet(gvr, ns, "web")
+		if u.GetUID() != uids[gvr.Resource] || u.GetLabels()["resyncd.io/parent-kind"] != "HttpService.resyncd.io" {
+			t.Errorf("%s: uid %s (was %s), labels %v", gvr.Resource, u.GetUID(), uids[gvr.Resource], u.GetLabels())
+		}
+	}
+	h.log.reset()
+	if rep := h.sync(); rep.Writes() != 0 || rep.InSync != 2 {
+		t.Errorf("pass after the upgrade: %d writes, %d in sync; want 0, 2", rep.Writes(), rep.InSync)
 	}
 }

@@ -176,9 +176,13 @@ func (e *Engine) pass(ctx context.Context, rs *resourceState, rep *ResourceRepor
 
 // readChildren LISTs every kind of child and reduces each as it arrives.
 func (e *Engine) readChildren(ctx context.Context, rs *resourceState) (map[childKey]*liveChild, error) {
+	if err := e.learnParentKind(rs); err != nil {
+		return nil, err
+	}
+	selector := desired.ChildSelector(rs.parentGVK.GroupKind())
 	children := map[childKey]*liveChild{}
 	for _, ct := range rs.renderer.ChildTypes() {
-		err := e.reader.Children(ctx, ct.GVR, rs.cfg.Namespaces, func(u *unstructured.Unstructured) error {
+		err := e.reader.Children(ctx, ct.GVR, rs.cfg.Namespaces, selector, func(u *unstructured.Unstructured) error {
 			c, err := e.owner.reduceChild(u, ct.GVR, e.keepFields, e.cfg.DriftCheck == config.DriftCheckServer, rs.memo, rs.nextMemo)
 			if err != nil {
 				return err
@@ -378,15 +382,16 @@ func sortJobs(jobs []*job) {
 
 func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, children map[childKey]*liveChild,
 	claimed map[childKey]bool, seenDrift map[childKey]driftRecord, now time.Time, rep *ResourceReport) *job {
-	j := &job{parent: p, priority: parentPriority(p), since: now}
-	if paused, _, _ := unstructured.NestedBool(p.Object, "spec", "paused"); paused {
+	policy := rs.renderer.Policy(p)
+	j := &job{parent: p, priority: policy.Priority, since: now}
+	if policy.Paused {
 		j.withheld = desired.WithheldPaused
 	} else if p.GetAnnotations()[desired.AnnotationReconcile] == desired.Disabled {
 		j.withheld = desired.WithheldDisabled
 	} else if rs.cfg.Mode == config.ModeWarn {
 		j.withheld = desired.WithheldWarn
 	}
-	g, err := rs.renderer.Render(p)
+	g, err := e.render(rs, p)
 	if err != nil {
 		var ie *desired.InvalidError
 		if errors.As(err, &ie) {
@@ -521,7 +526,7 @@ func (e *Engine) materialize(rs *resourceState, j *job) error {
 	if len(missing) == 0 || j.parent == nil {
 		return nil
 	}
-	g, err := rs.renderer.Render(j.parent)
+	g, err := e.render(rs, j.parent)
 	if err != nil {
 		return err
 	}
@@ -579,11 +584,6 @@ func nextDrift(rs *resourceState, k childKey, now time.Time) driftRecord {
 		rec.fights = 0
 	}
 	return rec
-}
-
-func parentPriority(p *unstructured.Unstructured) int32 {
-	v, _, _ := unstructured.NestedInt64(p.Object, "spec", "priority")
-	return int32(v)
 }
 
 func sortedKeys(m map[childKey]*liveChild) []childKey {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -47,21 +48,18 @@ func (widgetRenderer) ChildTypes() []desired.ChildType {
 	return []desired.ChildType{{GVR: services, Kind: "Service"}}
 }
 
+func (widgetRenderer) Policy(*unstructured.Unstructured) desired.Policy { return desired.Policy{} }
+
 func (widgetRenderer) Render(p *unstructured.Unstructured) (desired.Graph, error) {
 	target, _, _ := unstructured.NestedString(p.Object, "spec", "target")
-	yes := true
 	svc := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Service",
-		"metadata": map[string]any{"name": target, "namespace": p.GetNamespace(), "labels": map[string]any{
-			desired.LabelManagedBy: desired.ManagedByValue, desired.LabelParent: p.GetName(),
-			desired.LabelParentKind: desired.ParentKind(p.GroupVersionKind().GroupKind()),
-		}},
+		"metadata": map[string]any{"name": target, "namespace": p.GetNamespace()},
 		"spec": map[string]any{
 			"selector": map[string]any{"widget": p.GetName()},
 			"ports":    []any{map[string]any{"name": "http", "port": int64(80), "protocol": "TCP", "targetPort": int64(8080)}},
 		},
 	}}
-	svc.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: p.GetAPIVersion(), Kind: p.GetKind(), Name: p.GetName(), UID: p.GetUID(), Controller: &yes, BlockOwnerDeletion: &yes}})
 	return desired.Graph{Children: []*unstructured.Unstructured{svc}}, nil
 }
 
@@ -120,8 +118,22 @@ func TestTwoParentsOneChild(t *testing.T) {
 
 	var rvs []string
 	for pass := 1; pass <= 3; pass++ {
+		h.log.reset()
 		if _, err := h.engine.SyncOnce(t.Context()); err != nil {
 			t.Fatal(err)
+		}
+		// Each resource reads only its own children.
+		selectors := map[string]bool{}
+		for _, r := range h.log.reset() {
+			if strings.HasPrefix(r, "GET /api/v1/namespaces/two-parents/services?") {
+				u, _ := url.ParseQuery(r[strings.Index(r, "?")+1:])
+				selectors[u.Get("labelSelector")] = true
+			}
+		}
+		want := map[string]bool{desired.ChildSelector(schema.GroupKind{Group: "resyncd.io", Kind: "HttpService"}): true,
+			desired.ChildSelector(schema.GroupKind{Group: widgets.Group, Kind: "Widget"}): true}
+		if !cmp.Equal(selectors, want) {
+			t.Errorf("pass %d: Service LISTs with selectors %v, want %v", pass, selectors, want)
 		}
 		svc := h.mustGet(services, ns, "web")
 		refs := svc.GetOwnerReferences()
