@@ -28,6 +28,7 @@ import (
 	"github.com/resyncd/resyncd/config"
 	"github.com/resyncd/resyncd/desired"
 	"github.com/resyncd/resyncd/engine"
+	"github.com/resyncd/resyncd/internal/fixture"
 )
 
 // TestChartEndToEnd installs the chart with the Helm SDK, then runs resyncd
@@ -61,13 +62,7 @@ func TestChartEndToEnd(t *testing.T) {
 			"resources": map[string]any{"requests": map[string]any{"cpu": "2"}, "limits": map[string]any{"cpu": "1"}}},
 		{"image": "nginx:1.27", "port": int64(8080)}, // its Service's name is taken: read, never written
 	} {
-		hs := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "resyncd.io/v1alpha1", "kind": "HttpService",
-			"metadata": map[string]any{"name": fmt.Sprintf("app-%d", i), "namespace": "chart-e2e"}, "spec": spec,
-		}}
-		if _, err := adminDyn.Resource(httpServices).Namespace("chart-e2e").Create(ctx, hs, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		fixture.CreateParent(t, adminDyn, "chart-e2e", fmt.Sprintf("app-%d", i), spec)
 	}
 
 	theirs := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "app-3", Namespace: "chart-e2e"},
@@ -138,25 +133,19 @@ func TestChartEndToEnd(t *testing.T) {
 	if _, err := admin.AutoscalingV2().HorizontalPodAutoscalers("chart-e2e").Get(ctx, "app-1", metav1.GetOptions{}); err != nil {
 		t.Errorf("HorizontalPodAutoscaler app-1: %v", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	// The broadcaster writes asynchronously: the ServiceAccount records both Events.
+	var reasons map[string]string
+	fixture.Eventually(t, "Events for the stalled app-2 and app-3", 30*time.Second, func() bool {
 		evs, err := admin.EventsV1().Events("chart-e2e").List(ctx, metav1.ListOptions{})
 		if err != nil {
-			t.Fatal(err)
+			return false
 		}
-		reasons := map[string]string{}
+		reasons = map[string]string{}
 		for _, ev := range evs.Items {
 			reasons[ev.Regarding.Name] = ev.Reason
 		}
-		if reasons["app-2"] == "Invalid" && reasons["app-3"] == "NameTaken" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("Events for the stalled app-2 and app-3: %v; the ServiceAccount could not record them", reasons)
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return reasons["app-2"] == "Invalid" && reasons["app-3"] == "NameTaken"
+	})
 
 	// Least privilege: nothing the configuration does not need.
 	forbidden := map[string]error{}
@@ -244,13 +233,7 @@ func TestChartNamespacedRBAC(t *testing.T) {
 	}
 	adminDyn := dynamic.NewForConfigOrDie(env.Config)
 	for _, ns := range []string{"scoped-in", "scoped-out"} {
-		hs := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "resyncd.io/v1alpha1", "kind": "HttpService",
-			"metadata": map[string]any{"name": "web", "namespace": ns}, "spec": map[string]any{"image": "nginx", "port": int64(8080)},
-		}}
-		if _, err := adminDyn.Resource(httpServices).Namespace(ns).Create(ctx, hs, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		fixture.CreateParent(t, adminDyn, ns, "web", map[string]any{"image": "nginx", "port": int64(8080)})
 	}
 	eng, err := engine.New(cfg, engine.Options{Config: sa, Renderers: desired.DefaultRegistry()})
 	if err != nil {

@@ -14,21 +14,17 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/resyncd/resyncd/internal/fixture"
 )
 
-var httpServices = schema.GroupVersionResource{Group: "resyncd.io", Version: "v1alpha1", Resource: "httpservices"}
+var httpServices = fixture.HTTPServices
 
 func httpService(name string, spec map[string]any) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "resyncd.io/v1alpha1",
-		"kind":       "HttpService",
-		"metadata":   map[string]any{"name": name, "namespace": "default"},
-		"spec":       spec,
-	}}
+	return fixture.HTTPService("default", name, spec)
 }
 
 func dynamicClient(t *testing.T) dynamic.Interface {

@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -25,6 +24,7 @@ import (
 	"github.com/resyncd/resyncd/config"
 	"github.com/resyncd/resyncd/desired"
 	"github.com/resyncd/resyncd/engine"
+	"github.com/resyncd/resyncd/internal/fixture"
 	"github.com/resyncd/resyncd/internal/testenv"
 )
 
@@ -67,7 +67,7 @@ func TestMain(m *testing.M) {
 	})
 }
 
-var httpServices = schema.GroupVersionResource{Group: "resyncd.io", Version: "v1alpha1", Resource: "httpservices"}
+var httpServices = fixture.HTTPServices
 
 // drill is resyncd's engine on the cluster, watching one namespace, with
 // its warnings and errors captured.
@@ -129,13 +129,7 @@ func (d *drill) pass() engine.ResourceReport {
 
 func (d *drill) createParent(name string, spec map[string]any) {
 	d.t.Helper()
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "resyncd.io/v1alpha1", "kind": "HttpService",
-		"metadata": map[string]any{"name": name, "namespace": d.ns}, "spec": spec,
-	}}
-	if _, err := d.dyn.Resource(httpServices).Namespace(d.ns).Create(d.t.Context(), u, metav1.CreateOptions{}); err != nil {
-		d.t.Fatal(err)
-	}
+	fixture.CreateParent(d.t, d.dyn, d.ns, name, spec)
 }
 
 func (d *drill) parent(name string) *unstructured.Unstructured {
@@ -169,11 +163,5 @@ func (d *drill) warnings() []string {
 }
 
 func conditionOf(u *unstructured.Unstructured, typ string) string {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		if m := c.(map[string]any); m["type"] == typ {
-			return fmt.Sprintf("%s/%s", m["status"], m["reason"])
-		}
-	}
-	return ""
+	return fixture.StatusReason(u, typ)
 }

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/resyncd/resyncd/config"
+	"github.com/resyncd/resyncd/internal/fixture"
 )
 
 // TestInvalidInputAtScale: 100 invalid among 1,000 parents. Every valid one
@@ -78,27 +78,15 @@ func TestInvalidInputAtScale(t *testing.T) {
 	}
 
 	// One Warning Event per invalid parent, not one per pass.
-	var perParent map[string]int
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		evs, err := d.cs.EventsV1().Events("scale").List(t.Context(), metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		perParent = map[string]int{}
-		for _, ev := range evs.Items {
-			if ev.Type == "Warning" && ev.Regarding.Kind == "HttpService" {
-				n := 1
-				if ev.Series != nil {
-					n = int(ev.Series.Count)
-				}
-				perParent[ev.Regarding.Name] += n
-			}
-		}
-		if len(perParent) >= 100 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(300 * time.Millisecond)
+	want := map[string]int{}
+	for name, reason := range invalid {
+		want[name+"/"+reason] = 1
+	}
+	got := fixture.WarningEvents(t, d.cs, "scale", "HttpService", want)
+	perParent := map[string]int{}
+	for key, n := range got {
+		name, _, _ := strings.Cut(key, "/")
+		perParent[name] += n
 	}
 	var wrong []string
 	for name := range invalid {

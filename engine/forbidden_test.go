@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/resyncd/resyncd/desired"
+	"github.com/resyncd/resyncd/internal/fixture"
 )
 
 // limitedRole is what resyncd needs in the test, less what withhold names
@@ -152,7 +153,7 @@ func TestRefusedWriteIsNoFight(t *testing.T) {
 		t.Fatalf("the status of api was written: %v", s)
 	}
 	want := map[string]int{"web/Forbidden": 1, "api/Forbidden": 1}
-	got := h.warnings(ns, want)
+	got := fixture.WarningEvents(t, h.cs, ns, "", want)
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("Warning Events %v, want %v", got, want)

@@ -19,10 +19,11 @@ import (
 
 	"github.com/resyncd/resyncd/config"
 	"github.com/resyncd/resyncd/desired"
+	"github.com/resyncd/resyncd/internal/fixture"
 )
 
 var (
-	httpServices = schema.GroupVersionResource{Group: "resyncd.io", Version: "v1alpha1", Resource: "httpservices"}
+	httpServices = fixture.HTTPServices
 	deployments  = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 	services     = schema.GroupVersionResource{Version: "v1", Resource: "services"}
 	hpas         = schema.GroupVersionResource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"}
@@ -101,16 +102,7 @@ func (h *harness) namespace(name string) {
 
 func (h *harness) createParent(ns, name string, spec map[string]any) *unstructured.Unstructured {
 	h.t.Helper()
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "resyncd.io/v1alpha1", "kind": "HttpService",
-		"metadata": map[string]any{"name": name, "namespace": ns},
-		"spec":     spec,
-	}}
-	got, err := h.dyn.Resource(httpServices).Namespace(ns).Create(h.t.Context(), u, metav1.CreateOptions{})
-	if err != nil {
-		h.t.Fatalf("create %s/%s: %v", ns, name, err)
-	}
-	return got
+	return fixture.CreateParent(h.t, h.dyn, ns, name, spec)
 }
 
 func (h *harness) deleteParent(ns, name string) {
@@ -177,15 +169,11 @@ func childWrites(reqs []string) []string {
 
 func condition(t *testing.T, u *unstructured.Unstructured, typ string) map[string]any {
 	t.Helper()
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m := c.(map[string]any)
-		if m["type"] == typ {
-			return m
-		}
+	c := fixture.Condition(u, typ)
+	if c == nil {
+		t.Fatalf("%s/%s has no %s condition: %v", u.GetNamespace(), u.GetName(), typ, u.Object["status"])
 	}
-	t.Fatalf("%s/%s has no %s condition: %v", u.GetNamespace(), u.GetName(), typ, u.Object["status"])
-	return nil
+	return c
 }
 
 func pages(n, size int) int { return max(1, (n+size-1)/size) }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/resyncd/resyncd/config"
+	"github.com/resyncd/resyncd/internal/fixture"
 )
 
 // TestWarnModeAndPaused: drift is counted and shown in metrics and status,
@@ -164,30 +165,8 @@ func TestInvalidParentStalls(t *testing.T) {
 
 	// The broadcaster writes asynchronously: wait for the Events, then check
 	// that there is one per stalled parent, not one per pass.
-	count := func() map[string]int {
-		l, err := h.cs.EventsV1().Events(ns).List(t.Context(), metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]int{}
-		for _, ev := range l.Items {
-			if ev.Type == "Warning" {
-				n := 1
-				if ev.Series != nil {
-					n = int(ev.Series.Count)
-				}
-				out[ev.Regarding.Name+"/"+ev.Reason] += n
-			}
-		}
-		return out
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	got := count()
-	for len(got) < 2 && time.Now().Before(deadline) {
-		time.Sleep(200 * time.Millisecond)
-		got = count()
-	}
 	want := map[string]int{"bad/Invalid": 1, "bad-name.v2/InvalidSpec": 1}
+	got := fixture.WarningEvents(t, h.cs, ns, "", want)
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("Warning Events %v, want %v", got, want)

@@ -1,10 +1,8 @@
 package engine
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -14,9 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
+
+	"github.com/resyncd/resyncd/internal/fixture"
 )
 
 const hsvcResource = "httpservices.v1alpha1.resyncd.io"
@@ -26,36 +25,6 @@ func (h *harness) recordEvents() {
 	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: h.cs.EventsV1()})
 	b.StartRecordingToSink(h.t.Context().Done())
 	h.engine.events = b.NewRecorder(scheme.Scheme, "resyncd")
-}
-
-// warnings waits until the Warning Events in ns name every key of want
-// (regarding/reason) and returns them all, counted with their series.
-func (h *harness) warnings(ns string, want map[string]int) map[string]int {
-	h.t.Helper()
-	var got map[string]int
-	_ = wait.PollUntilContextTimeout(h.t.Context(), 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		l, err := h.cs.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		got = map[string]int{}
-		for _, ev := range l.Items {
-			if ev.Type == corev1.EventTypeWarning {
-				n := 1
-				if ev.Series != nil {
-					n = int(ev.Series.Count)
-				}
-				got[ev.Regarding.Name+"/"+ev.Reason] += n
-			}
-		}
-		for k := range want {
-			if got[k] == 0 {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	return got
 }
 
 // foreignService creates, as `kubectl apply` would, a Service another team
@@ -150,7 +119,7 @@ func TestNameTakenService(t *testing.T) {
 		!strings.Contains(msg, "kubectl-client-side-apply") || !strings.Contains(msg, "resyncd.io/adopt") {
 		t.Errorf("Stalled = %v, want True/NameTaken naming the Service, its manager and the adopt annotation", s)
 	}
-	if got := h.warnings(ns, map[string]int{"ledger/NameTaken": 1}); !cmp.Equal(got, map[string]int{"ledger/NameTaken": 1}) {
+	if got := fixture.WarningEvents(t, h.cs, ns, "", map[string]int{"ledger/NameTaken": 1}); !cmp.Equal(got, map[string]int{"ledger/NameTaken": 1}) {
 		t.Errorf("Warning Events = %v, want one NameTaken", got)
 	}
 

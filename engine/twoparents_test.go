@@ -16,6 +16,7 @@ import (
 
 	"github.com/resyncd/resyncd/config"
 	"github.com/resyncd/resyncd/desired"
+	"github.com/resyncd/resyncd/internal/fixture"
 )
 
 var widgets = schema.GroupVersionResource{Group: "test.resyncd.io", Version: "v1", Resource: "widgets"}
@@ -152,7 +153,7 @@ func TestTwoParentsOneChild(t *testing.T) {
 	if rvs[0] != rvs[1] || rvs[1] != rvs[2] {
 		t.Errorf("Service web written after the first pass: resourceVersions %v", rvs)
 	}
-	if got := h.warnings(ns, map[string]int{"gadget/NameTaken": 1}); !cmp.Equal(got, map[string]int{"gadget/NameTaken": 1}) {
+	if got := fixture.WarningEvents(t, h.cs, ns, "", map[string]int{"gadget/NameTaken": 1}); !cmp.Equal(got, map[string]int{"gadget/NameTaken": 1}) {
 		t.Errorf("Warning Events = %v, want one NameTaken on the Widget", got)
 	}
 

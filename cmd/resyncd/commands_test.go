@@ -8,11 +8,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/resyncd/resyncd/internal/fixture"
 )
 
 func TestValidateExitCodes(t *testing.T) {
@@ -36,16 +36,7 @@ func TestDiffAndOnce(t *testing.T) {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cli"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	dc := dynamic.NewForConfigOrDie(env.Config)
-	hs := schema.GroupVersionResource{Group: "resyncd.io", Version: "v1alpha1", Resource: "httpservices"}
-	parent := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "resyncd.io/v1alpha1", "kind": "HttpService",
-		"metadata": map[string]any{"name": "web", "namespace": "cli"},
-		"spec":     map[string]any{"image": "nginx:1.27", "port": int64(8080)},
-	}}
-	if _, err := dc.Resource(hs).Namespace("cli").Create(ctx, parent, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	fixture.CreateParent(t, dynamic.NewForConfigOrDie(env.Config), "cli", "web", map[string]any{"image": "nginx:1.27", "port": int64(8080)})
 	flags := files(t, "cli")
 
 	out, code := resyncd(t, append([]string{"diff"}, flags...)...)
@@ -114,16 +105,7 @@ func TestOnceWritesItsEvents(t *testing.T) {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "once-events"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	dc := dynamic.NewForConfigOrDie(env.Config)
-	hs := schema.GroupVersionResource{Group: "resyncd.io", Version: "v1alpha1", Resource: "httpservices"}
-	parent := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "resyncd.io/v1alpha1", "kind": "HttpService",
-		"metadata": map[string]any{"name": "bad.name", "namespace": "once-events"},
-		"spec":     map[string]any{"image": "nginx:1.27", "port": int64(8080)},
-	}}
-	if _, err := dc.Resource(hs).Namespace("once-events").Create(ctx, parent, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	fixture.CreateParent(t, dynamic.NewForConfigOrDie(env.Config), "once-events", "bad.name", map[string]any{"image": "nginx:1.27", "port": int64(8080)})
 	if _, code := resyncd(t, append([]string{"once"}, files(t, "once-events")...)...); code != 1 {
 		t.Errorf("once with a stalled parent: exit %d, want 1", code)
 	}

@@ -15,13 +15,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/resyncd/resyncd/internal/fixture"
 	"github.com/resyncd/resyncd/internal/testenv"
 )
 
@@ -89,12 +88,7 @@ resources:
 	}
 	createParent := func(name string) {
 		t.Helper()
-		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "resyncd.io/v1alpha1", "kind": "HttpService",
-			"metadata": map[string]any{"name": name, "namespace": ns}, "spec": map[string]any{"image": "nginx", "port": int64(8080)}}}
-		if _, err := dyn.Resource(schema.GroupVersionResource{Group: "resyncd.io", Version: "v1alpha1", Resource: "httpservices"}).
-			Namespace(ns).Create(t.Context(), u, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		fixture.CreateParent(t, dyn, ns, name, map[string]any{"image": "nginx", "port": int64(8080)})
 	}
 	createParent("web")
 
@@ -153,8 +147,7 @@ resources:
 		t.Fatal(err)
 	}
 	until("parents can be created again", func() bool {
-		_, err := dyn.Resource(schema.GroupVersionResource{Group: "resyncd.io", Version: "v1alpha1", Resource: "httpservices"}).
-			Namespace(ns).List(t.Context(), metav1.ListOptions{})
+		_, err := dyn.Resource(fixture.HTTPServices).Namespace(ns).List(t.Context(), metav1.ListOptions{})
 		return err == nil
 	})
 	createParent("after-crd")

@@ -11,14 +11,13 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/resyncd/resyncd/config"
 	"github.com/resyncd/resyncd/desired"
 	"github.com/resyncd/resyncd/engine"
+	"github.com/resyncd/resyncd/internal/fixture"
 )
 
 // exportedAfterAPass runs one pass with the registry /metrics serves and
@@ -30,16 +29,7 @@ func exportedAfterAPass(t *testing.T) map[string]*dto.MetricFamily {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "metrics"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	dc := dynamic.NewForConfigOrDie(env.Config)
-	hs := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "resyncd.io/v1alpha1", "kind": "HttpService",
-		"metadata": map[string]any{"name": "web", "namespace": "metrics"},
-		"spec":     map[string]any{"image": "nginx", "port": int64(80)},
-	}}
-	gvr := schema.GroupVersionResource{Group: "resyncd.io", Version: "v1alpha1", Resource: "httpservices"}
-	if _, err := dc.Resource(gvr).Namespace("metrics").Create(ctx, hs, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	fixture.CreateParent(t, dynamic.NewForConfigOrDie(env.Config), "metrics", "web", map[string]any{"image": "nginx", "port": int64(80)})
 	cfg, err := config.Load(files(t, "metrics")[3], config.Options{Renderers: desired.DefaultRegistry().Names()})
 	if err != nil {
 		t.Fatal(err)
