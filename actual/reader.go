@@ -2,21 +2,41 @@ package actual
 
 import (
 	"context"
+	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 )
 
-// Reader LISTs parents and children, page by page. It never GETs one object.
+// Reader LISTs parents and children, page by page, and asks discovery
+// which kind a resource holds. It never GETs one object.
 type Reader struct {
-	lister   *Lister
-	pageSize int64
+	lister    *Lister
+	discovery discovery.DiscoveryInterface
+	pageSize  int64
 }
 
-// NewReader returns a Reader that LISTs through lister in pages of pageSize.
-func NewReader(lister *Lister, pageSize int64) *Reader {
-	return &Reader{lister: lister, pageSize: pageSize}
+// NewReader returns a Reader that LISTs through lister in pages of
+// pageSize and asks disc for kinds.
+func NewReader(lister *Lister, disc discovery.DiscoveryInterface, pageSize int64) *Reader {
+	return &Reader{lister: lister, discovery: disc, pageSize: pageSize}
+}
+
+// Kind returns the kind of the objects of gvr, as the API server's
+// discovery says; an error when it does not serve gvr.
+func (r *Reader) Kind(gvr schema.GroupVersionResource) (string, error) {
+	list, err := r.discovery.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+	if err != nil {
+		return "", err
+	}
+	for _, res := range list.APIResources {
+		if res.Name == gvr.Resource {
+			return res.Kind, nil
+		}
+	}
+	return "", fmt.Errorf("%s is not served by the API server", gvr)
 }
 
 // Parents calls fn for every object of gvr in namespaces (none: all), and

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,9 +26,8 @@ import (
 // Engine runs passes over the watched resources of a configuration.
 type Engine struct {
 	cfg       *config.Config
-	writer    *applier
-	reader    *actual.Reader
-	discovery discovery.DiscoveryInterface
+	writer    objectWriter
+	reader    pageReader
 	renderers desired.Registry
 	owner     *owner
 	metrics   *Metrics
@@ -149,7 +149,29 @@ type Options struct {
 	PassTimeout time.Duration
 }
 
-// New returns an Engine for cfg.
+// pageReader reads what a pass needs of the cluster, page by page
+// (actual.Reader); a planning test gives it pages from memory.
+type pageReader interface {
+	// Parents calls fn for every object of gvr in namespaces (none: all)
+	// and returns their kind.
+	Parents(ctx context.Context, gvr schema.GroupVersionResource, namespaces []string, fn func(*unstructured.Unstructured) error) (string, error)
+	// Children calls fn for every object of gvr in namespaces that
+	// selector selects.
+	Children(ctx context.Context, gvr schema.GroupVersionResource, namespaces []string, selector string, fn func(*unstructured.Unstructured) error) error
+	// Kind returns the kind of gvr's objects.
+	Kind(gvr schema.GroupVersionResource) (string, error)
+}
+
+// objectWriter makes a pass's writes, and the reads a write needs (applier).
+type objectWriter interface {
+	apply(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, opts applyOptions) (*unstructured.Unstructured, error)
+	delete(ctx context.Context, gvr schema.GroupVersionResource, kind, ns, name string, uid types.UID) error
+	get(ctx context.Context, gvr schema.GroupVersionResource, kind, ns, name string) (*unstructured.Unstructured, error)
+	patch(ctx context.Context, gvr schema.GroupVersionResource, kind, ns, name string, ops []jsonPatchOp) error
+}
+
+// New returns an Engine for cfg that reads and writes through
+// opts.Config.
 func New(cfg *config.Config, opts Options) (*Engine, error) {
 	if opts.Config == nil {
 		return nil, errors.New("engine: no API server configuration")
@@ -166,11 +188,16 @@ func New(cfg *config.Config, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newEngine(cfg, actual.NewReader(lister, disc, cfg.PageSize), &applier{client: client, manager: cfg.FieldManager}, opts)
+}
+
+// newEngine returns an Engine for cfg that reads through reader and
+// writes through writer; opts.Config is not used.
+func newEngine(cfg *config.Config, reader pageReader, writer objectWriter, opts Options) (*Engine, error) {
 	e := &Engine{
 		cfg:         cfg,
-		writer:      &applier{client: client, manager: cfg.FieldManager},
-		reader:      actual.NewReader(lister, cfg.PageSize),
-		discovery:   disc,
+		writer:      writer,
+		reader:      reader,
 		renderers:   opts.Renderers,
 		owner:       newOwner(cfg.FieldManager),
 		metrics:     opts.Metrics,

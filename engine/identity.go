@@ -28,15 +28,10 @@ func (e *Engine) learnParentKind(rs *resourceState) error {
 	if rs.parentGVK.Kind != "" {
 		return nil
 	}
-	list, err := e.discovery.ServerResourcesForGroupVersion(rs.gvr.GroupVersion().String())
+	kind, err := e.reader.Kind(rs.gvr)
 	if err != nil {
-		return fmt.Errorf("%s: the kind of its objects: %w", rs.name, err)
+		return fmt.Errorf("%s is not served by the API server (its CustomResourceDefinition removed?): %w", rs.name, err)
 	}
-	for _, r := range list.APIResources {
-		if r.Name == rs.gvr.Resource {
-			rs.parentGVK = rs.gvr.GroupVersion().WithKind(r.Kind)
-			return nil
-		}
-	}
-	return fmt.Errorf("%s is not served by the API server (its CustomResourceDefinition removed?)", rs.name)
+	rs.parentGVK = rs.gvr.GroupVersion().WithKind(kind)
+	return nil
 }

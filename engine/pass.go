@@ -138,40 +138,54 @@ func (e *Engine) SyncResource(ctx context.Context, i int) (ResourceReport, error
 }
 
 func (e *Engine) pass(ctx context.Context, rs *resourceState, rep *ResourceReport) error {
+	rs.begin()
+	defer rs.end()
+	jobs, err := e.planPass(ctx, rs, rep)
+	if err != nil || e.readOnly {
+		return err
+	}
+	return e.execute(ctx, rs, jobs, rep)
+}
+
+// planPass reads the children and the parents and returns the pass's
+// jobs, in the order they run. It writes nothing; only driftCheck server,
+// and tier-1 mismatches that no write will settle, make dry-runs.
+func (e *Engine) planPass(ctx context.Context, rs *resourceState, rep *ResourceReport) ([]*job, error) {
+	children, err := e.readChildren(ctx, rs)
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := e.plan(ctx, rs, children, rep)
+	if err != nil || !hasChecks(jobs) {
+		return jobs, err
+	}
+	if err := e.checkOnServer(ctx, rs, jobs, rep); err != nil {
+		return nil, err
+	}
+	// Parents whose every child the server found in sync.
+	jobs = slices.DeleteFunc(jobs, func(j *job) bool { return j.parent != nil && e.idle(rs, j) })
+	sortJobs(jobs)
+	return jobs, nil
+}
+
+// begin readies what a pass learns for the next one.
+func (rs *resourceState) begin() {
 	rs.nextNoops = map[noopKey]bool{}
 	rs.nextMemo = make(map[memoKey]memoEntry, len(rs.memo))
 	rs.nextIdle = make(map[memoKey][]syncedChild, len(rs.idle))
 	rs.nextTaken = map[childKey]bool{}
 	rs.nextRepaired = map[childKey]bool{}
 	rs.nextAnnounced = map[types.UID]string{}
-	defer func() {
-		rs.taken, rs.nextTaken = rs.nextTaken, nil
-		rs.repaired, rs.nextRepaired = rs.nextRepaired, nil
-		rs.announced, rs.nextAnnounced = rs.nextAnnounced, nil
-		rs.noops, rs.nextNoops = rs.nextNoops, nil
-		rs.memo, rs.nextMemo = rs.nextMemo, nil
-		rs.idle, rs.nextIdle = rs.nextIdle, nil
-	}()
-	children, err := e.readChildren(ctx, rs)
-	if err != nil {
-		return err
-	}
-	jobs, err := e.plan(ctx, rs, children, rep)
-	if err != nil {
-		return err
-	}
-	if hasChecks(jobs) {
-		if err := e.checkOnServer(ctx, rs, jobs, rep); err != nil {
-			return err
-		}
-		// Parents whose every child the server found in sync.
-		jobs = slices.DeleteFunc(jobs, func(j *job) bool { return j.parent != nil && e.idle(rs, j) })
-		sortJobs(jobs)
-	}
-	if e.readOnly {
-		return nil
-	}
-	return e.execute(ctx, rs, jobs, rep)
+}
+
+// end keeps what the pass learnt, and only that, for the next one.
+func (rs *resourceState) end() {
+	rs.taken, rs.nextTaken = rs.nextTaken, nil
+	rs.repaired, rs.nextRepaired = rs.nextRepaired, nil
+	rs.announced, rs.nextAnnounced = rs.nextAnnounced, nil
+	rs.noops, rs.nextNoops = rs.nextNoops, nil
+	rs.memo, rs.nextMemo = rs.nextMemo, nil
+	rs.idle, rs.nextIdle = rs.nextIdle, nil
 }
 
 // readChildren LISTs every kind of child and reduces each as it arrives.
