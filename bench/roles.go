@@ -111,7 +111,11 @@ func floorApply(ctx context.Context, client dynamic.Interface, parent *unstructu
 		st, _ := res.Object["status"].(map[string]any)
 		obs.Children = append(obs.Children, desired.Child{Kind: res.GetKind(), Name: res.GetName(), Generation: res.GetGeneration(), Status: st})
 	}
-	st, err := r.Status(parent, obs)
+	rst, err := r.Status(parent, obs)
+	if err != nil {
+		return err
+	}
+	st, err := desired.Compose(parent, obs, rst)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -28,9 +29,29 @@ func deploymentChild(generation int64, status map[string]any) Child {
 	return Child{Kind: "Deployment", Name: "web", Generation: generation, Status: status}
 }
 
-func decodeStatus(t *testing.T, m map[string]any) httpServiceStatus {
+// fullStatus is an HttpService's whole status: the renderer's fields and
+// what Compose adds.
+type fullStatus struct {
+	ObservedGeneration int64              `json:"observedGeneration"`
+	Replicas           int32              `json:"replicas"`
+	ReadyReplicas      int32              `json:"readyReplicas"`
+	URL                string             `json:"url,omitempty"`
+	LastAppliedTime    *metav1.Time       `json:"lastAppliedTime,omitempty"`
+	Conditions         []metav1.Condition `json:"conditions"`
+}
+
+// composed is the status resyncd writes: HTTPService's, composed.
+func composed(p *unstructured.Unstructured, obs Observation) (map[string]any, error) {
+	st, err := HTTPService{}.Status(p, obs)
+	if err != nil {
+		return nil, err
+	}
+	return Compose(p, obs, st)
+}
+
+func decodeStatus(t *testing.T, m map[string]any) fullStatus {
 	t.Helper()
-	var st httpServiceStatus
+	var st fullStatus
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &st); err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +59,7 @@ func decodeStatus(t *testing.T, m map[string]any) httpServiceStatus {
 }
 
 // reasons returns type → "Status/Reason" of each condition.
-func reasons(st httpServiceStatus) map[string]string {
+func reasons(st fullStatus) map[string]string {
 	out := map[string]string{}
 	for _, c := range st.Conditions {
 		out[c.Type] = string(c.Status) + "/" + c.Reason
@@ -91,7 +112,7 @@ func TestStatusConditions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.obs.Now = t0
-			m, err := HTTPService{}.Status(statusParent(tt.spec, nil), tt.obs)
+			m, err := composed(statusParent(tt.spec, nil), tt.obs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,7 +137,7 @@ func TestStatusConditions(t *testing.T) {
 func TestStatusStable(t *testing.T) {
 	spec := map[string]any{"image": "nginx", "port": int64(8080), "service": map[string]any{"port": int64(80)}}
 	obs := Observation{Now: t0, Applied: true, Children: []Child{deploymentChild(1, nil)}}
-	first, err := HTTPService{}.Status(statusParent(spec, nil), obs)
+	first, err := composed(statusParent(spec, nil), obs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +150,7 @@ func TestStatusStable(t *testing.T) {
 	}
 
 	later := Observation{Now: t0.Add(time.Hour), Children: obs.Children}
-	second, err := HTTPService{}.Status(statusParent(spec, first), later)
+	second, err := composed(statusParent(spec, first), later)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +161,7 @@ func TestStatusStable(t *testing.T) {
 	// A transition moves only the transition time of the conditions that changed.
 	ready := Observation{Now: t0.Add(2 * time.Hour), Children: []Child{deploymentChild(1, map[string]any{
 		"observedGeneration": int64(1), "replicas": int64(1), "updatedReplicas": int64(1), "readyReplicas": int64(1), "availableReplicas": int64(1)})}}
-	third, err := HTTPService{}.Status(statusParent(spec, second), ready)
+	third, err := composed(statusParent(spec, second), ready)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +183,7 @@ func TestStatusNamesHeldChild(t *testing.T) {
 		"readyReplicas": int64(1), "availableReplicas": int64(1)}
 	for _, drifted := range []bool{false, true} {
 		obs := Observation{Now: t0, Held: []Held{{Object: "Service/shop/web", Drifted: drifted}}, Children: []Child{deploymentChild(7, available)}}
-		m, err := HTTPService{}.Status(statusParent(spec, nil), obs)
+		m, err := composed(statusParent(spec, nil), obs)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -186,9 +186,33 @@ type Renderer interface {
 	// Render returns the desired children of parent. An *InvalidError says
 	// the parent's spec cannot be rendered; no child is touched then.
 	Render(parent *unstructured.Unstructured) (Graph, error)
-	// Status returns the status parent should show given what was
-	// observed: the whole .status object that resyncd owns.
-	Status(parent *unstructured.Unstructured, obs Observation) (map[string]any, error)
+	// Status returns the status fields parent should show given what was
+	// observed, and the readiness verdict of its children. The engine
+	// adds observedGeneration and the Ready, Reconciling and Stalled
+	// conditions (Compose); a renderer sets none of them.
+	Status(parent *unstructured.Unstructured, obs Observation) (Status, error)
+}
+
+// Status is a renderer's account of a parent after a pass.
+type Status struct {
+	// Fields are the status fields the renderer owns, for example
+	// readyReplicas and url.
+	Fields map[string]any
+	// Readiness is the verdict the conditions are built from.
+	Readiness Readiness
+}
+
+// Readiness is a renderer's verdict on whether a parent's children do what
+// it asks, once every write is made.
+type Readiness struct {
+	// Ready is true when they do: the Ready condition is True then, with
+	// Reason and Message.
+	Ready bool
+	// Reason is one CamelCase word, for example Available or RollingOut;
+	// when not Ready, Reconciling is True with it.
+	Reason string
+	// Message says it for a person.
+	Message string
 }
 
 // InvalidError says a parent's spec cannot be rendered.

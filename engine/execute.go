@@ -293,7 +293,7 @@ func (e *Engine) writeStatus(ctx context.Context, r *run, j *job) {
 	if obs.Failure != nil {
 		r.add(func(rep *ResourceReport) { rep.Stalled++ })
 	}
-	st, err := r.rs.renderer.Status(j.parent, obs)
+	st, err := status(r.rs, j.parent, obs)
 	if err != nil {
 		e.log.Warn("Status failed", zap.String("parent", objectID(j.parent)), zap.Error(err))
 		return

@@ -364,7 +364,7 @@ func (e *Engine) idle(rs *resourceState, j *job) bool {
 	if len(j.ops)+len(j.prunes)+len(j.checks)+len(j.fights) > 0 || j.failure != nil || j.pending > 0 {
 		return false
 	}
-	st, err := rs.renderer.Status(j.parent, e.observe(j))
+	st, err := status(rs, j.parent, e.observe(j))
 	if err != nil {
 		return false // writeStatus reports it
 	}

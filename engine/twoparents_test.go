@@ -4,11 +4,9 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -64,27 +62,8 @@ func (widgetRenderer) Render(p *unstructured.Unstructured) (desired.Graph, error
 	return desired.Graph{Children: []*unstructured.Unstructured{svc}}, nil
 }
 
-func (widgetRenderer) Status(p *unstructured.Unstructured, obs desired.Observation) (map[string]any, error) {
-	var conds []metav1.Condition
-	if raw, ok, _ := unstructured.NestedSlice(p.Object, "status", "conditions"); ok {
-		for _, r := range raw {
-			m := r.(map[string]any)
-			since, _ := time.Parse(time.RFC3339, str(m["lastTransitionTime"]))
-			conds = append(conds, metav1.Condition{Type: str(m["type"]), Status: metav1.ConditionStatus(str(m["status"])),
-				Reason: str(m["reason"]), Message: str(m["message"]), LastTransitionTime: metav1.NewTime(since)})
-		}
-	}
-	c := metav1.Condition{Type: desired.ConditionStalled, Status: metav1.ConditionFalse, Reason: "NoError", LastTransitionTime: metav1.NewTime(obs.Now.Truncate(1e9))}
-	if obs.Failure != nil {
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, obs.Failure.Reason, obs.Failure.Message
-	}
-	meta.SetStatusCondition(&conds, c)
-	out := []any{}
-	for _, c := range conds {
-		out = append(out, map[string]any{"type": c.Type, "status": string(c.Status), "reason": c.Reason, "message": c.Message,
-			"lastTransitionTime": c.LastTransitionTime.UTC().Format("2006-01-02T15:04:05Z")})
-	}
-	return map[string]any{"conditions": out}, nil
+func (widgetRenderer) Status(*unstructured.Unstructured, desired.Observation) (desired.Status, error) {
+	return desired.Status{Readiness: desired.Readiness{Ready: true, Reason: "Applied", Message: "Its Service is applied"}}, nil
 }
 
 // TestTwoParentsOneChild: an HttpService and a Widget, two watched

@@ -1,0 +1,140 @@
+package desired
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Condition types, in the kstatus convention.
+const (
+	// ConditionReady is True when nothing is pending and the renderer's
+	// Readiness says the children do what the parent asks.
+	ConditionReady = "Ready"
+	// ConditionReconciling is True while writes are queued or the children
+	// are still getting ready.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is True when a permanent error blocks progress.
+	ConditionStalled = "Stalled"
+)
+
+// Withheld values of Observation.
+const (
+	// WithheldPaused: the renderer's Policy says the parent is paused.
+	WithheldPaused = "paused"
+	// WithheldWarn: the resource's mode is warn.
+	WithheldWarn = "warn"
+	// WithheldDisabled: the parent carries resyncd.io/reconcile: disabled.
+	WithheldDisabled = "disabled"
+)
+
+// Compose is the whole status resyncd writes for parent: the renderer's
+// fields, observedGeneration, and the Ready, Reconciling and Stalled
+// conditions built from what the engine observed and the renderer's
+// readiness verdict. A condition whose status did not change keeps its
+// transition time. The engine owns the conditions, so that every kind of
+// parent gets the same ones, and its Events follow them.
+func Compose(parent *unstructured.Unstructured, obs Observation, st Status) (map[string]any, error) {
+	var old struct {
+		Conditions []metav1.Condition `json:"conditions"`
+	}
+	if raw, ok := parent.Object["status"].(map[string]any); ok {
+		// Conditions that do not decode are replaced, not fatal.
+		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &old)
+	}
+	gen := parent.GetGeneration()
+	conds := old.Conditions
+	ready, reconciling, stalled := judge(obs, st.Readiness)
+	for _, c := range []metav1.Condition{ready, reconciling, stalled} {
+		c.ObservedGeneration = gen
+		c.LastTransitionTime = metav1.NewTime(obs.Now.UTC().Truncate(1e9))
+		meta.SetStatusCondition(&conds, c) // keeps the old transition time if the status is unchanged
+	}
+	out := maps.Clone(st.Fields)
+	if out == nil {
+		out = map[string]any{}
+	}
+	out["observedGeneration"] = gen
+	list := make([]any, len(conds))
+	for i := range conds {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&conds[i])
+		if err != nil {
+			return nil, fmt.Errorf("%s/%s: status: %w", parent.GetNamespace(), parent.GetName(), err)
+		}
+		list[i] = m
+	}
+	out["conditions"] = list
+	return out, nil
+}
+
+// judge returns the Ready, Reconciling and Stalled conditions, without
+// times and generations.
+func judge(obs Observation, r Readiness) (ready, reconciling, stalled metav1.Condition) {
+	cond := func(t string, s metav1.ConditionStatus, reason, msg string) metav1.Condition {
+		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg}
+	}
+	if f := obs.Failure; f != nil {
+		return cond(ConditionReady, metav1.ConditionFalse, "Stalled", "Blocked by a permanent error; see the Stalled condition"),
+			cond(ConditionReconciling, metav1.ConditionFalse, "Stalled", "resyncd cannot make progress until the error is fixed"),
+			cond(ConditionStalled, metav1.ConditionTrue, f.Reason, f.Message)
+	}
+	stalled = cond(ConditionStalled, metav1.ConditionFalse, "NoError", "No permanent error")
+	if obs.Pending > 0 {
+		switch obs.Withheld {
+		case WithheldPaused:
+			return cond(ConditionReady, metav1.ConditionFalse, "Drifted",
+					fmt.Sprintf("%d child writes needed; the parent is paused (spec.paused), so resyncd does not make them", obs.Pending)),
+				cond(ConditionReconciling, metav1.ConditionFalse, "Paused", "The parent is paused (spec.paused)"), stalled
+		case WithheldWarn:
+			return cond(ConditionReady, metav1.ConditionFalse, "Drifted",
+					fmt.Sprintf("%d child writes needed; the resource is in warn mode, so resyncd does not make them", obs.Pending)),
+				cond(ConditionReconciling, metav1.ConditionFalse, "WarnMode", "The resource is in warn mode"), stalled
+		case WithheldDisabled:
+			return cond(ConditionReady, metav1.ConditionFalse, "Drifted",
+					fmt.Sprintf("%d child writes needed; the parent has %s: %s, so resyncd does not make them", obs.Pending, AnnotationReconcile, Disabled)),
+				cond(ConditionReconciling, metav1.ConditionFalse, "ReconcileDisabled", AnnotationReconcile+" is "+Disabled), stalled
+		}
+		msg := fmt.Sprintf("%d child writes queued for the next pass", obs.Pending)
+		return cond(ConditionReady, metav1.ConditionFalse, "WritesPending", msg),
+			cond(ConditionReconciling, metav1.ConditionTrue, "WritesPending", msg), stalled
+	}
+	if held := heldDrifted(obs.Held); held != "" {
+		msg := "Drifted children are held by " + AnnotationReconcile + ": " + Disabled + " and not repaired: " + held
+		return cond(ConditionReady, metav1.ConditionFalse, "ChildHeld", msg),
+			cond(ConditionReconciling, metav1.ConditionFalse, "ChildHeld", msg), stalled
+	}
+	if !r.Ready {
+		return cond(ConditionReady, metav1.ConditionFalse, r.Reason, r.Message),
+			cond(ConditionReconciling, metav1.ConditionTrue, r.Reason, r.Message), stalled
+	}
+	msg := r.Message
+	if len(obs.Held) > 0 {
+		msg += "; held by " + AnnotationReconcile + ": " + Disabled + " (in sync, not repaired if changed): " + heldNames(obs.Held)
+	}
+	return cond(ConditionReady, metav1.ConditionTrue, r.Reason, msg),
+		cond(ConditionReconciling, metav1.ConditionFalse, "Reconciled", "Every child is applied"), stalled
+}
+
+// heldDrifted names the drifted held children, or is empty.
+func heldDrifted(held []Held) string {
+	var names []string
+	for _, h := range held {
+		if h.Drifted {
+			names = append(names, h.Object)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+func heldNames(held []Held) string {
+	names := make([]string, len(held))
+	for i, h := range held {
+		names[i] = h.Object
+	}
+	return strings.Join(names, ", ")
+}
