@@ -74,7 +74,7 @@ func TestChartEndToEnd(t *testing.T) {
 
 	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: saKube.EventsV1()})
 	b.StartRecordingToSink(ctx.Done())
-	eng, err := engine.New(cfg, engine.Options{Config: sa, Renderers: desired.DefaultRegistry(),
+	eng, err := engine.New(engine.SettingsFrom(cfg), engine.Options{REST: sa, Renderers: desired.DefaultRegistry(),
 		Metrics: engine.NewMetrics(prometheus.NewRegistry()), Events: b.NewRecorder(scheme.Scheme, "resyncd")})
 	if err != nil {
 		t.Fatal(err)
@@ -235,7 +235,7 @@ func TestChartNamespacedRBAC(t *testing.T) {
 	for _, ns := range []string{"scoped-in", "scoped-out"} {
 		fixture.CreateParent(t, adminDyn, ns, "web", map[string]any{"image": "nginx", "port": int64(8080)})
 	}
-	eng, err := engine.New(cfg, engine.Options{Config: sa, Renderers: desired.DefaultRegistry()})
+	eng, err := engine.New(engine.SettingsFrom(cfg), engine.Options{REST: sa, Renderers: desired.DefaultRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,7 +110,7 @@ func newDrillOn(t *testing.T, env *testenv.Env, ns string, edit func(*config.Con
 	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
 	b.StartRecordingToSink(t.Context().Done())
 	reg := prometheus.NewRegistry()
-	eng, err := engine.New(&cfg, engine.Options{Config: env.Config, Renderers: desired.DefaultRegistry(),
+	eng, err := engine.New(engine.SettingsFrom(&cfg), engine.Options{REST: env.Config, Renderers: desired.DefaultRegistry(),
 		Metrics: engine.NewMetrics(reg), Log: zap.New(core), Events: b.NewRecorder(scheme.Scheme, "resyncd")})
 	if err != nil {
 		t.Fatal(err)

@@ -25,7 +25,7 @@ import (
 
 // Engine runs passes over the watched resources of a configuration.
 type Engine struct {
-	cfg       *config.Config
+	cfg       Settings
 	writer    objectWriter
 	reader    pageReader
 	renderers desired.Registry
@@ -122,11 +122,34 @@ type noopKey struct {
 	desired              fingerprint
 }
 
+// Settings are what a pass uses of the configuration: the field manager,
+// the page size, the drift check, the write limits and the watched
+// resources. Leader election, the HTTP endpoints and logging are the
+// command's; SettingsFrom takes these out of a config.Config.
+type Settings struct {
+	// FieldManager is the server-side-apply field manager.
+	FieldManager string
+	// PageSize is the limit of each LIST page.
+	PageSize int64
+	// DriftCheck is local (tier 1, then the apply) or server (a dry-run
+	// apply of every child).
+	DriftCheck config.DriftCheck
+	// Apply bounds the writes of a pass.
+	Apply config.Apply
+	// Resources are the watched resources.
+	Resources []config.Resource
+}
+
+// SettingsFrom is what a pass uses of c.
+func SettingsFrom(c *config.Config) Settings {
+	return Settings{FieldManager: c.FieldManager, PageSize: c.PageSize, DriftCheck: c.DriftCheck, Apply: c.Apply, Resources: c.Resources}
+}
+
 // Options are the dependencies of an Engine.
 type Options struct {
-	// Config reaches the API server: LISTs through actual.Lister, writes
+	// REST reaches the API server: LISTs through actual.Lister, writes
 	// through client-go's dynamic client.
-	Config *rest.Config
+	REST *rest.Config
 	// Renderers are looked up by the configured renderer names.
 	Renderers desired.Registry
 	// Metrics receive the pass's numbers.
@@ -171,20 +194,20 @@ type objectWriter interface {
 }
 
 // New returns an Engine for cfg that reads and writes through
-// opts.Config.
-func New(cfg *config.Config, opts Options) (*Engine, error) {
-	if opts.Config == nil {
+// opts.REST.
+func New(cfg Settings, opts Options) (*Engine, error) {
+	if opts.REST == nil {
 		return nil, errors.New("engine: no API server configuration")
 	}
-	client, err := dynamic.NewForConfig(opts.Config)
+	client, err := dynamic.NewForConfig(opts.REST)
 	if err != nil {
 		return nil, err
 	}
-	lister, err := actual.NewLister(opts.Config)
+	lister, err := actual.NewLister(opts.REST)
 	if err != nil {
 		return nil, err
 	}
-	disc, err := discovery.NewDiscoveryClientForConfig(opts.Config)
+	disc, err := discovery.NewDiscoveryClientForConfig(opts.REST)
 	if err != nil {
 		return nil, err
 	}
@@ -192,8 +215,8 @@ func New(cfg *config.Config, opts Options) (*Engine, error) {
 }
 
 // newEngine returns an Engine for cfg that reads through reader and
-// writes through writer; opts.Config is not used.
-func newEngine(cfg *config.Config, reader pageReader, writer objectWriter, opts Options) (*Engine, error) {
+// writes through writer; opts.REST is not used.
+func newEngine(cfg Settings, reader pageReader, writer objectWriter, opts Options) (*Engine, error) {
 	e := &Engine{
 		cfg:         cfg,
 		writer:      writer,

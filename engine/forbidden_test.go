@@ -101,7 +101,7 @@ func (h *harness) impersonate(user string) {
 	}
 	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { h.log.next = rt; return h.log })
 	h.reg = prometheus.NewRegistry()
-	e, err := New(h.engine.cfg, Options{Config: rc, Renderers: h.engine.renderers, Metrics: NewMetrics(h.reg),
+	e, err := New(h.engine.cfg, Options{REST: rc, Renderers: h.engine.renderers, Metrics: NewMetrics(h.reg),
 		Log: zaptest.NewLogger(h.t, zaptest.Level(zap.WarnLevel)), Events: h.engine.events})
 	if err != nil {
 		h.t.Fatal(err)

@@ -84,7 +84,7 @@ func newHarnessWith(t *testing.T, cfg *config.Config, renderers desired.Registry
 	rc := rest.CopyConfig(env.Config)
 	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { log.next = rt; return log })
 	reg := prometheus.NewRegistry()
-	e, err := New(cfg, Options{Config: rc, Renderers: renderers, Metrics: NewMetrics(reg), Log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))})
+	e, err := New(SettingsFrom(cfg), Options{REST: rc, Renderers: renderers, Metrics: NewMetrics(reg), Log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -121,7 +121,7 @@ func TestHungServer(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	cfg := testConfig(ns)
 	cfg.Resources[0].Interval = 500 * time.Millisecond
-	e, err := New(cfg, Options{Config: rc, Renderers: desired.DefaultRegistry(), Log: zap.New(core), PassTimeout: 3 * time.Second})
+	e, err := New(SettingsFrom(cfg), Options{REST: rc, Renderers: desired.DefaultRegistry(), Log: zap.New(core), PassTimeout: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func (m memPages) Kind(schema.GroupVersionResource) (string, error) { return "Ht
 func planner(t *testing.T) *Engine {
 	t.Helper()
 	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	e, err := newEngine(testConfig("shop"), memPages{}, nil, Options{Renderers: desired.DefaultRegistry(), Now: func() time.Time { return now }})
+	e, err := newEngine(SettingsFrom(testConfig("shop")), memPages{}, nil, Options{Renderers: desired.DefaultRegistry(), Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}

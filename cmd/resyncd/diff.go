@@ -36,7 +36,7 @@ func runDiff(ctx context.Context, g *globals) error {
 		return exitWith(2, err)
 	}
 	defer func() { _ = p.log.Sync() }()
-	eng, err := engine.New(p.cfg, engine.Options{Config: p.cl.rest, Renderers: desired.DefaultRegistry(), Log: p.log,
+	eng, err := engine.New(engine.SettingsFrom(p.cfg), engine.Options{REST: p.cl.rest, Renderers: desired.DefaultRegistry(), Log: p.log,
 		ReadOnly: true, KeepFields: true})
 	if err != nil {
 		return exitWith(2, err)

@@ -36,7 +36,7 @@ func exportedAfterAPass(t *testing.T) map[string]*dto.MetricFamily {
 	}
 	reg, metrics := newRegistry()
 	metrics.SetLeader(true)
-	eng, err := engine.New(cfg, engine.Options{Config: env.Config, Renderers: desired.DefaultRegistry(), Metrics: metrics})
+	eng, err := engine.New(engine.SettingsFrom(cfg), engine.Options{REST: env.Config, Renderers: desired.DefaultRegistry(), Metrics: metrics})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func runOnce(ctx context.Context, g *globals) error {
 	d := &daemon{cfg: p.cfg, cl: p.cl}
 	rec, stop := d.recorder(ctx)
 	defer stop()
-	eng, err := engine.New(p.cfg, engine.Options{Config: p.cl.rest, Renderers: desired.DefaultRegistry(), Log: p.log, Events: rec})
+	eng, err := engine.New(engine.SettingsFrom(p.cfg), engine.Options{REST: p.cl.rest, Renderers: desired.DefaultRegistry(), Log: p.log, Events: rec})
 	if err != nil {
 		return err
 	}

@@ -199,8 +199,8 @@ func (d *daemon) checkLease(ctx context.Context) error {
 func (d *daemon) passes(ctx context.Context) error {
 	rec, stop := d.recorder(ctx)
 	defer stop()
-	eng, err := engine.New(d.cfg, engine.Options{
-		Config: d.cl.rest, Renderers: desired.DefaultRegistry(), Metrics: d.metrics,
+	eng, err := engine.New(engine.SettingsFrom(d.cfg), engine.Options{
+		REST: d.cl.rest, Renderers: desired.DefaultRegistry(), Metrics: d.metrics,
 		Log: d.log, Events: rec, PassTimeout: d.passTimeout,
 	})
 	if err != nil {
