@@ -235,6 +235,12 @@ func TestChartNamespacedRBAC(t *testing.T) {
 	for _, ns := range []string{"scoped-in", "scoped-out"} {
 		fixture.CreateParent(t, adminDyn, ns, "web", map[string]any{"image": "nginx", "port": int64(8080)})
 	}
+	saKube, saDyn := kubernetes.NewForConfigOrDie(sa), dynamic.NewForConfigOrDie(sa)
+	// The authorizer learns of new Roles from its cache, a moment later.
+	fixture.Eventually(t, "the Role in force", 30*time.Second, func() bool {
+		_, err := saDyn.Resource(httpServices).Namespace("scoped-in").List(ctx, metav1.ListOptions{})
+		return err == nil
+	})
 	eng, err := engine.New(engine.SettingsFrom(cfg), engine.Options{REST: sa, Renderers: desired.DefaultRegistry()})
 	if err != nil {
 		t.Fatal(err)
@@ -246,7 +252,6 @@ func TestChartNamespacedRBAC(t *testing.T) {
 	if r := rep.Resources[0]; r.Created != 2 || r.Failed != 0 {
 		t.Errorf("created %d, failed %d; want 2, 0", r.Created, r.Failed)
 	}
-	saKube, saDyn := kubernetes.NewForConfigOrDie(sa), dynamic.NewForConfigOrDie(sa)
 	forbidden := map[string]error{}
 	_, forbidden["list Deployments in scoped-out"] = saKube.AppsV1().Deployments("scoped-out").List(ctx, metav1.ListOptions{})
 	_, forbidden["list Deployments everywhere"] = saKube.AppsV1().Deployments("").List(ctx, metav1.ListOptions{})

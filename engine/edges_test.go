@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
@@ -13,9 +14,12 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
+
+	"github.com/resyncd/resyncd/internal/fixture"
 )
 
 // TestLongParentNames: a parent name of 63 characters, the longest a
@@ -76,6 +80,13 @@ func TestNamespaceBeingDeleted(t *testing.T) {
 	if err := h.cs.CoreV1().Namespaces().Delete(t.Context(), ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The API server's admission learns of the deletion from its cache, a
+	// moment later: wait until it refuses a new object there.
+	fixture.Eventually(t, "the namespace refuses new objects", 30*time.Second, func() bool {
+		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: ns}}
+		_, err := h.cs.CoreV1().ConfigMaps(ns).Create(t.Context(), probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return apierrors.IsForbidden(err)
+	})
 	rec := &countingEvents{}
 	h.engine.events = rec
 	for pass := 1; pass <= 3; pass++ {

@@ -23,10 +23,13 @@ import (
 	"github.com/resyncd/resyncd/config"
 )
 
-// Bounds of the metrics guard's memory of verdicts.
+// Bounds of the metrics guard's memory of verdicts: an allowed token is
+// asked about again after a minute, a refused one after a few seconds,
+// so that a binding just made works at the next scrape.
 const (
-	verdictTTL  = time.Minute
-	maxVerdicts = 1024
+	verdictTTL        = time.Minute
+	refusedVerdictTTL = 5 * time.Second
+	maxVerdicts       = 1024
 )
 
 // metricsGuard lets a request through to next only with a bearer token
@@ -35,8 +38,8 @@ const (
 // token, 403 without the permission. This is what kubebuilder-scaffolded
 // operators get from controller-runtime's metrics filter; that filter
 // links k8s.io/apiserver into the binary, so the same two reviews are made
-// here with client-go. Verdicts are kept a minute, so a scrape every 30 s
-// costs the API server two reviews a minute at most.
+// here with client-go. Verdicts are kept (an allowed one a minute), so a
+// scrape every 30 s costs the API server two reviews a minute at most.
 type metricsGuard struct {
 	kube kubernetes.Interface
 	next http.Handler
@@ -92,7 +95,11 @@ func (g *metricsGuard) judge(ctx context.Context, token, path, verb string) (int
 	if len(g.verdicts) >= maxVerdicts {
 		clear(g.verdicts)
 	}
-	g.verdicts[key] = verdict{code: code, expires: g.now().Add(verdictTTL)}
+	ttl := verdictTTL
+	if code != http.StatusOK {
+		ttl = refusedVerdictTTL
+	}
+	g.verdicts[key] = verdict{code: code, expires: g.now().Add(ttl)}
 	g.mu.Unlock()
 	return code, nil
 }

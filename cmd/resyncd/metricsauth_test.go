@@ -92,11 +92,14 @@ func TestSecureMetrics(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
+	// The endpoint starts, and the authorizer learns of the new binding
+	// from its cache, a moment later.
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		code, _ := scrape("")
-		return code != 0, nil
+		code, _ := scrape(allowed)
+		return code == http.StatusOK, nil
 	}); err != nil {
-		t.Fatalf("the metrics endpoint never answered over TLS: %v", err)
+		code, body := scrape(allowed)
+		t.Fatalf("the allowed token never got the metrics over TLS: %v (last: %d %s)", err, code, body)
 	}
 	for _, tt := range []struct {
 		who   string
