@@ -1,5 +1,20 @@
 package desired
 
+// This file is the contract between the engine and a renderer. A renderer
+// (Renderer, below) is given a parent and returns:
+//   - its children's content (Render, a Graph), in apply order: never the
+//     identity labels or the ownerReference, which the engine stamps
+//     (Stamp), and from which it builds the one selector that reads them
+//     (ChildSelector);
+//   - the kinds of children it can make (ChildTypes), to read and prune;
+//   - its Policy: priority and whether the parent is paused;
+//   - its Status: the status fields it owns and a Readiness verdict, given
+//     what the engine observed (Observation); the engine adds
+//     observedGeneration and the conditions (Compose, conditions.go).
+// It is pure: no request, no clock but Observation.Now. A spec that cannot
+// be rendered is an *InvalidError: the parent is Stalled, nothing written.
+// Renderers are found by name in a Registry.
+
 import (
 	"errors"
 	"fmt"
