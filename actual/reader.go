@@ -36,7 +36,7 @@ func (r *Reader) Kind(gvr schema.GroupVersionResource) (string, error) {
 			return res.Kind, nil
 		}
 	}
-	return "", fmt.Errorf("%s is not served by the API server", gvr)
+	return "", fmt.Errorf("discovery lists no %s in %s", gvr.Resource, gvr.GroupVersion())
 }
 
 // Parents calls fn for every object of gvr in namespaces (none: all), and

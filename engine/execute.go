@@ -342,6 +342,16 @@ func (e *Engine) writeStatus(ctx context.Context, r *run, j *job) {
 	}
 }
 
+// status is the whole status p should show: the renderer's fields and
+// readiness, composed with the conditions the engine owns.
+func status(rs *resourceState, p *unstructured.Unstructured, obs desired.Observation) (map[string]any, error) {
+	st, err := rs.renderer.Status(p, obs)
+	if err != nil {
+		return nil, err
+	}
+	return desired.Compose(p, obs, st)
+}
+
 // observe is what the status of j's parent is computed from.
 func (e *Engine) observe(j *job) desired.Observation {
 	obs := desired.Observation{Now: e.now(), Pending: j.pending, Withheld: j.withheld, Failure: j.failure, Applied: j.applied, Held: j.held}

@@ -20,27 +20,6 @@ import (
 	"github.com/resyncd/resyncd/internal/fixture"
 )
 
-// limitedRole is what resyncd needs in the test, less what withhold names
-// ("deployments", "httpservices/status").
-func limitedRole(withhold ...string) []rbacv1.PolicyRule {
-	rules := []rbacv1.PolicyRule{
-		{APIGroups: []string{"resyncd.io"}, Resources: []string{"httpservices"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{"resyncd.io"}, Resources: []string{"httpservices/status"}, Verbs: []string{"patch"}},
-		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list", "create", "patch", "delete"}},
-		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "list", "create", "patch", "delete"}},
-		{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: []string{"get", "list", "create", "patch", "delete"}},
-		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-	}
-	for i, r := range rules {
-		for _, w := range withhold {
-			if r.Resources[0] == w {
-				rules[i].Verbs = []string{"get", "list"}
-			}
-		}
-	}
-	return rules
-}
-
 // grant gives user the rules in namespace ns, replacing what it had.
 func (h *harness) grant(ns, user string, rules []rbacv1.PolicyRule) {
 	h.t.Helper()
@@ -121,7 +100,7 @@ func TestRefusedWriteIsNoFight(t *testing.T) {
 	h.createParent(ns, "web", map[string]any{"image": "nginx:1", "port": int64(8080)})
 	h.sync()
 	const user = "resyncd-limited"
-	h.grant(ns, user, limitedRole("deployments"))
+	h.grant(ns, user, fixture.Rules("deployments"))
 	h.waitRBAC(ns, user, "deployments")
 	h.impersonate(user)
 	forceApply(t, h, "someone", ns, "web", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"refused"},
@@ -143,7 +122,7 @@ func TestRefusedWriteIsNoFight(t *testing.T) {
 	h.sync()
 	forceApply(t, h, "someone", ns, "api", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"api","namespace":"refused"},
 		"spec":{"template":{"spec":{"containers":[{"name":"app","image":"nginx:2"}]}}}}`)
-	h.grant(ns, user, limitedRole("deployments", "httpservices/status"))
+	h.grant(ns, user, fixture.Rules("deployments", "httpservices/status"))
 	h.waitRBAC(ns, user, "deployments", "httpservices/status")
 	h.impersonate(user)
 	for range 3 {

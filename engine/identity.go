@@ -35,13 +35,3 @@ func (e *Engine) learnParentKind(rs *resourceState) error {
 	rs.parentGVK = rs.gvr.GroupVersion().WithKind(kind)
 	return nil
 }
-
-// status is the whole status p should show: the renderer's fields and
-// readiness, composed with the conditions the engine owns.
-func status(rs *resourceState, p *unstructured.Unstructured, obs desired.Observation) (map[string]any, error) {
-	st, err := rs.renderer.Status(p, obs)
-	if err != nil {
-		return nil, err
-	}
-	return desired.Compose(p, obs, st)
-}

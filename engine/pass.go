@@ -435,7 +435,7 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 		live := children[k]
 		verdict := claimMine
 		if live != nil {
-			verdict = live.claimBy(p, p.GroupVersionKind().GroupKind())
+			verdict = live.claimBy(p, rs.parentGVK.GroupKind())
 		}
 		// Tier 1: the fields resyncd applied differ, and the server has not
 		// already found this very difference to change nothing.

@@ -47,14 +47,7 @@ func TestRunThroughLostPermissionsAndCRD(t *testing.T) {
 		t.Fatal(err)
 	}
 	const user = "resyncd-faults"
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{"resyncd.io"}, Resources: []string{"httpservices"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{"resyncd.io"}, Resources: []string{"httpservices/status"}, Verbs: []string{"patch"}},
-		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list", "create", "patch", "delete"}},
-		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "list", "create", "patch", "delete"}},
-		{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: []string{"get", "list", "create", "patch", "delete"}},
-		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-	}}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: fixture.Rules()}
 	if _, err := cs.RbacV1().ClusterRoles().Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
