@@ -90,7 +90,7 @@ func floorMain(args []string) error {
 
 func floorApply(ctx context.Context, client dynamic.Interface, parent *unstructured.Unstructured) error {
 	r := desired.HTTPService{}
-	g, err := r.Render(parent)
+	g, err := r.Render(parent, nil)
 	if err != nil {
 		return err
 	}

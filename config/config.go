@@ -46,6 +46,8 @@ type Config struct {
 	Health Endpoint `mapstructure:"health"`
 	// Log sets the logger.
 	Log Log `mapstructure:"log"`
+	// CEL bounds the cost of the expressions of graph files.
+	CEL CEL `mapstructure:"cel"`
 	// Resources are the watched parent resources.
 	Resources []Resource `mapstructure:"resources"`
 
@@ -115,6 +117,19 @@ type Metrics struct {
 	KeyFile  string `mapstructure:"keyFile"`
 }
 
+// CEL bounds what the expressions of graph files may cost, in CEL's cost
+// units (about one per operation, more for a string or list operation in
+// proportion to its size).
+type CEL struct {
+	// MaxEstimatedCost rejects, when a graph is loaded against the API
+	// server's schemas, an expression whose worst-case cost is higher.
+	MaxEstimatedCost int64 `mapstructure:"maxEstimatedCost"`
+	// CostBudget bounds what evaluating one parent's graph may cost, for
+	// its children and again for its status; a parent that needs more is
+	// Stalled with reason CostExceeded.
+	CostBudget int64 `mapstructure:"costBudget"`
+}
+
 // Log configures the logger.
 type Log struct {
 	// Level is debug, info, warn or error.
@@ -131,8 +146,12 @@ type Resource struct {
 	Version string `mapstructure:"version"`
 	// Resource is the plural resource name of the parents.
 	Resource string `mapstructure:"resource"`
-	// Renderer names the renderer that turns a parent into its children.
+	// Renderer names the built-in renderer that turns a parent into its
+	// children; Graph names a graph file instead. Exactly one is set.
 	Renderer string `mapstructure:"renderer"`
+	// Graph is the path of a graph file, relative to the configuration
+	// file; see docs/graphs.md.
+	Graph string `mapstructure:"graph"`
 	// Interval is the time between passes over this resource.
 	Interval time.Duration `mapstructure:"interval"`
 	// Namespaces limits the passes to these namespaces; empty: all.
@@ -147,7 +166,22 @@ type Resource struct {
 	// order the writes of several resources of one cluster; it orders
 	// nothing yet, since each resource has its own loop and writers.
 	Priority int32 `mapstructure:"priority"`
+
+	graphPath string
 }
+
+// RendererKey is how the renderer of r is registered: its name, or
+// "graph:" and the graph file as written.
+func (r Resource) RendererKey() string {
+	if r.Graph != "" {
+		return "graph:" + r.Graph
+	}
+	return r.Renderer
+}
+
+// GraphPath is the graph file of r, relative to the configuration file's
+// directory when written relative; empty when r names a renderer.
+func (r Resource) GraphPath() string { return r.graphPath }
 
 // Name spells the resource as kubectl does, for example
 // httpservices.v1alpha1.resyncd.io; metrics, logs and /readyz use it.
@@ -175,6 +209,7 @@ func Default() Config {
 		Metrics: Metrics{Address: ":8080"},
 		Health:  Endpoint{Address: ":8081"},
 		Log:     Log{Level: "info", Format: "json"},
+		CEL:     CEL{MaxEstimatedCost: 10_000_000, CostBudget: 1_000_000},
 	}
 }
 

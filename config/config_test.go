@@ -32,6 +32,7 @@ func TestLoadGood(t *testing.T) {
 		Metrics: Metrics{Address: "127.0.0.1:9090"},
 		Health:  Endpoint{Address: ":9091"},
 		Log:     Log{Level: "debug", Format: "console"},
+		CEL:     CEL{MaxEstimatedCost: 10_000_000, CostBudget: 1_000_000},
 		Resources: []Resource{
 			{Group: "resyncd.io", Version: "v1alpha1", Resource: "httpservices", Renderer: "httpservice",
 				Interval: time.Minute, Namespaces: []string{"shop", "blog"}, LabelSelector: "tier in (web, api)",
@@ -40,7 +41,7 @@ func TestLoadGood(t *testing.T) {
 				Interval: 30 * time.Second, Namespaces: []string{"ops"}, Mode: ModeEnforce, Prune: true},
 		},
 	}
-	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(Config{})); diff != "" {
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(Config{}, Resource{})); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	if w := got.Where("resources[1]"); w != fixture("good.yaml")+":32" {
@@ -57,7 +58,7 @@ func TestLoadDefaults(t *testing.T) {
 	r := DefaultResource()
 	r.Group, r.Version, r.Resource, r.Renderer = "resyncd.io", "v1alpha1", "httpservices", "httpservice"
 	want.Resources = []Resource{r}
-	if diff := cmp.Diff(&want, got, cmpopts.IgnoreUnexported(Config{})); diff != "" {
+	if diff := cmp.Diff(&want, got, cmpopts.IgnoreUnexported(Config{}, Resource{})); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
@@ -121,6 +122,11 @@ func TestLoadBadConfigs(t *testing.T) {
 		"invalid-syntax.yaml": {
 			`: yaml: line 1: did not find expected '-' indicator`,
 		},
+		"invalid-graph.yaml": {
+			`:1: cel.costBudget: is 10, must be at least 1000`,
+			`:3: resources[0].graph: renderer and graph are both set; a resource is rendered by one of them`,
+			`:4: resources[1].graph: cannot read the graph file: stat ../testdata/config/nosuch.yaml: no such file or directory`,
+		},
 		"invalid-mixed.yaml": {
 			`:2: apply.qps: "fast" is not a number`,
 			`:2: apply.concurrency: is -3, must be at least 1`,
@@ -159,7 +165,7 @@ func TestLoadBadConfigs(t *testing.T) {
 			`:23: resources[0].mode: "enforcing" is not one of enforce, warn, off`,
 			`:24: resources[0].priority: is 5000, must be between -1000 and 1000`,
 			`:25: resources[1].version: must not be empty (for example v1alpha1)`,
-			`:27: resources[1].renderer: must not be empty; known renderers: httpservice`,
+			`:27: resources[1].renderer: set renderer (one of httpservice) or graph (a graph file); neither is set`,
 		},
 	}
 	files, err := filepath.Glob(fixture("invalid-*.yaml"))
@@ -220,7 +226,8 @@ func FuzzLoad(f *testing.F) {
 			return
 		}
 		ps := &problems{source: path, lines: map[string]int{}}
-		if err := validate(cfg, ps, renderers); err != nil {
+		validate(cfg, ps, renderers)
+		if err := ps.err(); err != nil {
 			t.Fatalf("accepted, then invalid: %v", err)
 		}
 	})

@@ -19,6 +19,9 @@ type Problem struct {
 }
 
 func (p Problem) String() string {
+	if p.Source == "" && p.Key == "" {
+		return p.Message // a graph file's problem names its own file and line
+	}
 	src := p.Source
 	if p.Line > 0 {
 		src = fmt.Sprintf("%s:%d", src, p.Line)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -26,6 +27,9 @@ type Options struct {
 	Overrides map[string]string
 	// Renderers are the renderer names a resource may use.
 	Renderers []string
+	// CheckGraph, when set, checks each graph file a resource names, given
+	// its path; each line of the error it returns is reported as a problem.
+	CheckGraph func(path string, cel CEL) error
 }
 
 // EnvVar returns the environment variable that overrides a key path.
@@ -71,7 +75,16 @@ func Load(path string, opts Options) (*Config, error) {
 		}
 		return nil, err
 	}
-	if err := validate(cfg, ps, opts.Renderers); err != nil {
+	for i := range cfg.Resources {
+		if g := cfg.Resources[i].Graph; g != "" && !filepath.IsAbs(g) {
+			cfg.Resources[i].graphPath = filepath.Join(filepath.Dir(path), g)
+		} else {
+			cfg.Resources[i].graphPath = g
+		}
+	}
+	validate(cfg, ps, opts.Renderers)
+	checkGraphs(cfg, ps, opts.CheckGraph)
+	if err := ps.err(); err != nil {
 		return nil, err
 	}
 	cfg.file, cfg.lines = path, ps.lines

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -17,11 +18,13 @@ const (
 	maxFieldManager = 128 // the API server's limit on a field manager's name
 	minPriority     = -1000
 	maxPriority     = 1000
+	// minCostBudget is the cost limit of the cheapest expression run.
+	minCostBudget = 1000
 )
 
 // validate checks what the types cannot: ranges, enumerations, names,
 // references between keys. Every problem is reported, not only the first.
-func validate(c *Config, ps *problems, renderers []string) error {
+func validate(c *Config, ps *problems, renderers []string) {
 	if c.FieldManager == "" {
 		ps.add("fieldManager", "must not be empty")
 	} else if len(c.FieldManager) > maxFieldManager {
@@ -70,7 +73,32 @@ func validate(c *Config, ps *problems, renderers []string) error {
 		}
 		byGVR[gvr] = append(byGVR[gvr], watch{i, r.Namespaces})
 	}
-	return ps.err()
+	atLeast64(ps, "cel.maxEstimatedCost", c.CEL.MaxEstimatedCost, 1)
+	atLeast64(ps, "cel.costBudget", c.CEL.CostBudget, minCostBudget)
+}
+
+// checkGraphs reads the graph file of every resource that names one and,
+// with check, checks it; each problem of a graph file is reported with its
+// own file and line.
+func checkGraphs(c *Config, ps *problems, check func(string, CEL) error) {
+	for i, r := range c.Resources {
+		if r.Graph == "" {
+			continue
+		}
+		key := fmt.Sprintf("resources[%d].graph", i)
+		if _, err := os.Stat(r.graphPath); err != nil {
+			ps.add(key, "cannot read the graph file: %v", err)
+			continue
+		}
+		if check == nil {
+			continue
+		}
+		if err := check(r.graphPath, c.CEL); err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") {
+				ps.list = append(ps.list, Problem{Message: line})
+			}
+		}
+	}
 }
 
 func validateLeaderElection(ps *problems, le LeaderElection) {
@@ -102,9 +130,13 @@ func validateResource(ps *problems, key string, r Resource, renderers []string) 
 	} else if r.Resource != strings.ToLower(r.Resource) {
 		ps.add(key+".resource", "%q must be the lower-case plural resource name that `kubectl api-resources` lists, not the kind", r.Resource)
 	}
-	if r.Renderer == "" {
-		ps.add(key+".renderer", "must not be empty; known renderers: %s", strings.Join(renderers, ", "))
-	} else if !slices.Contains(renderers, r.Renderer) {
+	switch {
+	case r.Renderer == "" && r.Graph == "":
+		ps.add(key+".renderer", "set renderer (one of %s) or graph (a graph file); neither is set", strings.Join(renderers, ", "))
+	case r.Renderer != "" && r.Graph != "":
+		ps.add(key+".graph", "renderer and graph are both set; a resource is rendered by one of them")
+	case r.Graph != "":
+	case !slices.Contains(renderers, r.Renderer):
 		ps.add(key+".renderer", "unknown renderer %q; known renderers: %s", r.Renderer, strings.Join(renderers, ", "))
 	}
 	if r.Interval < minInterval {
@@ -125,6 +157,12 @@ func validateResource(ps *problems, key string, r Resource, renderers []string) 
 func namespace(ps *problems, key, v string) {
 	if len(validation.IsDNS1123Label(v)) > 0 {
 		ps.add(key, "%q is not a namespace name (at most 63 lower-case letters, digits and '-')", v)
+	}
+}
+
+func atLeast64(ps *problems, key string, v, lowest int64) {
+	if v < lowest {
+		ps.add(key, "is %d, must be at least %d", v, lowest)
 	}
 }
 

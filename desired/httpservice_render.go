@@ -22,7 +22,7 @@ const (
 
 // Render implements Renderer: the Deployment, then the Service, then the
 // HorizontalPodAutoscaler while spec.autoscaling is set.
-func (HTTPService) Render(parent *unstructured.Unstructured) (Graph, error) {
+func (HTTPService) Render(parent *unstructured.Unstructured, _ []Child) (Graph, error) {
 	spec, err := parseHTTPService(parent)
 	if err != nil {
 		return Graph{}, err

@@ -36,7 +36,7 @@ func TestRenderGolden(t *testing.T) {
 	for _, in := range inputs {
 		t.Run(filepath.Base(in), func(t *testing.T) {
 			parent := readParent(t, in)
-			g, err := HTTPService{}.Render(parent)
+			g, err := HTTPService{}.Render(parent, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -87,7 +87,7 @@ func TestRenderInvalid(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			u := base()
 			tt.edit(u)
-			_, err := HTTPService{}.Render(u)
+			_, err := HTTPService{}.Render(u, nil)
 			var ie *InvalidError
 			if !errors.As(err, &ie) {
 				t.Fatalf("got %v, want an *InvalidError", err)
@@ -118,7 +118,7 @@ func FuzzRender(f *testing.F) {
 		if err := yaml.Unmarshal(data, &u.Object); err != nil || u.Object == nil {
 			return
 		}
-		g, err := HTTPService{}.Render(u)
+		g, err := HTTPService{}.Render(u, nil)
 		if err != nil {
 			return
 		}

@@ -1,18 +1,24 @@
 package desired
 
 // This file is the contract between the engine and a renderer. A renderer
-// (Renderer, below) is given a parent and returns:
+// (Renderer, below) is given a parent and what was LISTed of its children,
+// and returns:
 //   - its children's content (Render, a Graph), in apply order: never the
 //     identity labels or the ownerReference, which the engine stamps
 //     (Stamp), and from which it builds the one selector that reads them
 //     (ChildSelector);
-//   - the kinds of children it can make (ChildTypes), to read and prune;
+//   - the kinds of children it can make (ChildTypes), to read and prune,
+//     and the fields of their live objects it reads (Keep);
+//   - the children it cannot render yet because they wait for fields of
+//     other children (Graph.Waiting): these are neither written nor pruned;
 //   - its Policy: priority and whether the parent is paused;
 //   - its Status: the status fields it owns and a Readiness verdict, given
 //     what the engine observed (Observation); the engine adds
 //     observedGeneration and the conditions (Compose, conditions.go).
 // It is pure: no request, no clock but Observation.Now. A spec that cannot
 // be rendered is an *InvalidError: the parent is Stalled, nothing written.
+// Renderers are built in (HTTPService) or declared in a graph file
+// (package graph).
 // Renderers are found by name in a Registry.
 
 import (
@@ -113,6 +119,11 @@ type ChildType struct {
 	GVR schema.GroupVersionResource
 	// Kind is the kind of the objects.
 	Kind string
+	// Keep lists the fields of the live objects, as dotted paths such as
+	// "status" or "spec.replicas", that Render and Status read through
+	// Child.Object; the engine keeps those and metadata, and drops the rest.
+	// Empty: Child.Object stays nil.
+	Keep []string
 }
 
 // Graph is the desired children of one parent, in the order they are
@@ -124,6 +135,25 @@ type Graph struct {
 	// controller ownerReference to the parent — so a renderer sets
 	// neither; labels of its own (app.kubernetes.io/name, say) it may set.
 	Children []*unstructured.Unstructured
+	// Waiting are the children that could not be rendered because they
+	// need fields of other children that do not exist yet: a later pass
+	// renders them. Until then the engine writes none of them and prunes
+	// no child of their kinds.
+	Waiting []Waiting
+}
+
+// Waiting is a child that waits for another child.
+type Waiting struct {
+	// ID names the waiting child in the renderer's terms.
+	ID string
+	// Group and Kind are its kind: children of it are not pruned while it
+	// waits.
+	Group, Kind string
+	// Reason is one CamelCase word, for the Reconciling condition, that
+	// names what it waits for, such as WaitingForConfig.
+	Reason string
+	// Message says what it waits for, for a person.
+	Message string
 }
 
 // Policy is what the engine needs of a parent besides its children and
@@ -148,6 +178,9 @@ type Child struct {
 	Generation int64
 	// Status is the child's .status as the API server returned it.
 	Status map[string]any
+	// Object is the live object reduced to metadata and the fields its
+	// ChildType keeps; nil when it keeps none.
+	Object map[string]any
 }
 
 // Failure is a permanent error that blocks a parent: an invalid spec, or a
@@ -188,6 +221,8 @@ type Observation struct {
 	Held []Held
 	// Applied is set when this pass changed a child.
 	Applied bool
+	// Waiting are the children that Render left waiting.
+	Waiting []Waiting
 }
 
 // Renderer turns a parent into its desired children and status. It is
@@ -198,9 +233,10 @@ type Renderer interface {
 	ChildTypes() []ChildType
 	// Policy returns the parent's priority and whether it is paused.
 	Policy(parent *unstructured.Unstructured) Policy
-	// Render returns the desired children of parent. An *InvalidError says
-	// the parent's spec cannot be rendered; no child is touched then.
-	Render(parent *unstructured.Unstructured) (Graph, error)
+	// Render returns the desired children of parent, given its live
+	// children as LISTed. An *InvalidError says the parent's spec cannot be
+	// rendered; no child is touched then.
+	Render(parent *unstructured.Unstructured, children []Child) (Graph, error)
 	// Status returns the status fields parent should show given what was
 	// observed, and the readiness verdict of its children. The engine
 	// adds observedGeneration and the Ready, Reconciling and Stalled
@@ -232,6 +268,8 @@ type Readiness struct {
 
 // InvalidError says a parent's spec cannot be rendered.
 type InvalidError struct {
+	// Reason is the Stalled condition's reason; empty: InvalidSpec.
+	Reason string
 	// Field is the path of the offending field, for example spec.autoscaling.
 	Field string
 	// Message says what is wrong and what would fix it.

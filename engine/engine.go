@@ -239,7 +239,7 @@ func newEngine(cfg Settings, reader pageReader, writer objectWriter, opts Option
 		e.log = zap.NewNop()
 	}
 	for i, r := range cfg.Resources {
-		rd, err := opts.Renderers.Get(r.Renderer)
+		rd, err := opts.Renderers.Get(r.RendererKey())
 		if err != nil {
 			return nil, fmt.Errorf("resources[%d]: %w", i, err)
 		}

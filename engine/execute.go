@@ -211,7 +211,7 @@ func (e *Engine) settle(r *run, j *job, o *op, result *unstructured.Unstructured
 		return "success"
 	case err == nil:
 		noop := o.kind == OpUpdate && result.GetResourceVersion() == o.live.resourceVersion
-		e.refresh(j, o, result)
+		e.refresh(r.rs, j, o, result)
 		if noop {
 			r.rs.rememberNoop(o.live, o.fp)
 			r.add(func(rep *ResourceReport) { rep.NoOps++ })
@@ -255,8 +255,13 @@ func (e *Engine) settle(r *run, j *job, o *op, result *unstructured.Unstructured
 }
 
 // refresh replaces what the job knows of a child with the write's result.
-func (e *Engine) refresh(j *job, o *op, result *unstructured.Unstructured) {
+func (e *Engine) refresh(rs *resourceState, j *job, o *op, result *unstructured.Unstructured) {
 	c := &liveChild{key: o.key, gvr: o.gvr, uid: result.GetUID(), resourceVersion: result.GetResourceVersion(), generation: result.GetGeneration()}
+	for _, ct := range rs.renderer.ChildTypes() {
+		if ct.GVR == o.gvr {
+			c.kept = reduce(result.Object, ct.Keep)
+		}
+	}
 	if st, ok := result.Object["status"].(map[string]any); ok {
 		c.status = st
 	}
@@ -354,7 +359,7 @@ func status(rs *resourceState, p *unstructured.Unstructured, obs desired.Observa
 
 // observe is what the status of j's parent is computed from.
 func (e *Engine) observe(j *job) desired.Observation {
-	obs := desired.Observation{Now: e.now(), Pending: j.pending, Withheld: j.withheld, Failure: j.failure, Applied: j.applied, Held: j.held}
+	obs := desired.Observation{Now: e.now(), Pending: j.pending, Withheld: j.withheld, Failure: j.failure, Applied: j.applied, Held: j.held, Waiting: j.waiting}
 	if obs.Failure == nil && len(j.taken) > 0 {
 		obs.Failure = &desired.Failure{Reason: ReasonNameTaken, Message: strings.Join(j.taken, "; ")}
 	}

@@ -12,8 +12,8 @@ import (
 // identity (desired.Stamp): renderers give content only, so none can get
 // the identity wrong, and the selector that LISTs the children is built in
 // one place, desired.ChildSelector.
-func (e *Engine) render(rs *resourceState, p *unstructured.Unstructured) (desired.Graph, error) {
-	g, err := rs.renderer.Render(p)
+func (e *Engine) render(rs *resourceState, p *unstructured.Unstructured, live []desired.Child) (desired.Graph, error) {
+	g, err := rs.renderer.Render(p, live)
 	if err != nil {
 		return g, err
 	}

@@ -34,7 +34,7 @@ func TestOwnedMatchesApplied(t *testing.T) {
 			"healthCheck": map[string]any{"path": "/healthz"},
 			"autoscaling": map[string]any{"maxReplicas": int64(4)}},
 	}}
-	g, err := desired.HTTPService{}.Render(parent)
+	g, err := desired.HTTPService{}.Render(parent, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

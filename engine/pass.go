@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -98,6 +99,10 @@ type job struct {
 	fights   []childKey    // children changed by another writer fightPasses passes in a row
 
 	children []*liveChild // live children, for the status
+	// inputs are the live children the parent was rendered with; waiting
+	// the children its renderer left waiting for others.
+	inputs   []desired.Child
+	waiting  []desired.Waiting
 	failure  *desired.Failure
 	taken    []string       // why each child whose name is someone else's is not written
 	held     []desired.Held // children with resyncd.io/reconcile: disabled
@@ -201,6 +206,7 @@ func (e *Engine) readChildren(ctx context.Context, rs *resourceState) (map[child
 			if err != nil {
 				return err
 			}
+			c.kept = reduce(u.Object, ct.Keep)
 			children[c.key] = c
 			return nil
 		})
@@ -252,14 +258,15 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 		if e.stillIdle(rs, p, children, byController[p.GetUID()], claimed, rep) {
 			return nil
 		}
-		j := e.planParent(rs, p, children, claimed, seenDrift, now, rep)
+		mine := byController[p.GetUID()]
+		sort.Slice(mine, func(a, b int) bool { return mine[a].key.less(mine[b].key) })
+		j := e.planParent(rs, p, children, mine, claimed, seenDrift, now, rep)
 		if j.failure == nil {
 			// Children it no longer renders, for example the
-			// HorizontalPodAutoscaler after autoscaling is switched off.
-			mine := byController[p.GetUID()]
-			sort.Slice(mine, func(a, b int) bool { return mine[a].key.less(mine[b].key) })
+			// HorizontalPodAutoscaler after autoscaling is switched off;
+			// not those of a kind whose child waits for another.
 			for _, c := range mine {
-				if !claimed[c.key] && c.controlledBy(rs.parentGVK) {
+				if !claimed[c.key] && c.controlledBy(rs.parentGVK) && !j.waits(c.key) {
 					e.planPrune(rs, j, c, seenDrift, now, rep)
 				}
 			}
@@ -372,6 +379,17 @@ func (e *Engine) idle(rs *resourceState, j *job) bool {
 	return sameOn(st, old)
 }
 
+// waits says whether a child of k's kind waits for another: then no child
+// of that kind is pruned, since the one that waits may be among them.
+func (j *job) waits(k childKey) bool {
+	for _, w := range j.waiting {
+		if w.Group == k.Group && w.Kind == k.Kind {
+			return true
+		}
+	}
+	return false
+}
+
 func hasChecks(jobs []*job) bool {
 	for _, j := range jobs {
 		if len(j.checks) > 0 {
@@ -394,7 +412,7 @@ func sortJobs(jobs []*job) {
 	})
 }
 
-func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, children map[childKey]*liveChild,
+func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, children map[childKey]*liveChild, mine []*liveChild,
 	claimed map[childKey]bool, seenDrift map[childKey]driftRecord, now time.Time, rep *ResourceReport) *job {
 	policy := rs.renderer.Policy(p)
 	j := &job{parent: p, priority: policy.Priority, since: now}
@@ -405,16 +423,18 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 	} else if rs.cfg.Mode == config.ModeWarn {
 		j.withheld = desired.WithheldWarn
 	}
-	g, err := e.render(rs, p)
+	j.inputs = summaries(mine)
+	g, err := e.render(rs, p, j.inputs)
 	if err != nil {
 		var ie *desired.InvalidError
 		if errors.As(err, &ie) {
-			j.failure = &desired.Failure{Reason: "InvalidSpec", Message: ie.Error()}
+			j.failure = &desired.Failure{Reason: cmp.Or(ie.Reason, "InvalidSpec"), Message: ie.Error()}
 		} else {
 			j.failure = &desired.Failure{Reason: "RenderFailed", Message: err.Error()}
 		}
 		return j
 	}
+	j.waiting = g.Waiting
 	gvrOf := map[string]schema.GroupVersionResource{}
 	for _, ct := range rs.renderer.ChildTypes() {
 		gvrOf[ct.GVR.Group+"/"+ct.Kind] = ct.GVR
@@ -540,7 +560,7 @@ func (e *Engine) materialize(rs *resourceState, j *job) error {
 	if len(missing) == 0 || j.parent == nil {
 		return nil
 	}
-	g, err := e.render(rs, j.parent)
+	g, err := e.render(rs, j.parent, j.inputs)
 	if err != nil {
 		return err
 	}

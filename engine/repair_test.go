@@ -281,6 +281,6 @@ func TestIdleParentsRemembered(t *testing.T) {
 // failingRenderer renders nothing.
 type failingRenderer struct{ desired.Renderer }
 
-func (failingRenderer) Render(*unstructured.Unstructured) (desired.Graph, error) {
+func (failingRenderer) Render(*unstructured.Unstructured, []desired.Child) (desired.Graph, error) {
 	return desired.Graph{}, errors.New("rendered again")
 }

@@ -2,6 +2,9 @@ package engine
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -71,6 +74,9 @@ type liveChild struct {
 	// object is the whole live object, kept only for `resyncd diff`.
 	object *unstructured.Unstructured
 	status map[string]any
+	// kept is the object reduced to the fields its renderer reads
+	// (desired.ChildType.Keep); nil when it reads none.
+	kept map[string]any
 }
 
 // controlledBy says whether a parent of kind gvk controls c.
@@ -79,7 +85,64 @@ func (c *liveChild) controlledBy(gvk schema.GroupVersionKind) bool {
 }
 
 func (c *liveChild) summary() desired.Child {
-	return desired.Child{Kind: c.key.Kind, Name: c.key.Name, Generation: c.generation, Status: c.status}
+	return desired.Child{Kind: c.key.Kind, Name: c.key.Name, Generation: c.generation, Status: c.status, Object: c.kept}
+}
+
+// summaries are what a renderer is given of cs.
+func summaries(cs []*liveChild) []desired.Child {
+	out := make([]desired.Child, len(cs))
+	for i, c := range cs {
+		out[i] = c.summary()
+	}
+	return out
+}
+
+// reduce keeps of obj its apiVersion, kind, metadata without managedFields,
+// and the fields at paths; nil when paths is empty.
+func reduce(obj map[string]any, paths []string) map[string]any {
+	if len(paths) == 0 {
+		return nil
+	}
+	out := map[string]any{"apiVersion": obj["apiVersion"], "kind": obj["kind"]}
+	whole := slices.Contains(paths, "")
+	if whole {
+		out = maps.Clone(obj)
+	}
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		md = maps.Clone(md)
+		delete(md, "managedFields")
+		out["metadata"] = md
+	}
+	if whole {
+		return out
+	}
+	for _, p := range paths {
+		copyPath(obj, out, strings.Split(p, "."))
+	}
+	return out
+}
+
+// copyPath copies the value at path from src to dst, making the maps on
+// the way.
+func copyPath(src, dst map[string]any, path []string) {
+	v, ok := src[path[0]]
+	if !ok {
+		return
+	}
+	if len(path) == 1 {
+		dst[path[0]] = v
+		return
+	}
+	next, ok := v.(map[string]any)
+	if !ok {
+		return
+	}
+	d, ok := dst[path[0]].(map[string]any)
+	if !ok {
+		d = map[string]any{}
+		dst[path[0]] = d
+	}
+	copyPath(next, d, path[1:])
 }
 
 // reduceChild keeps what the diff and the status need of a LISTed child.

@@ -49,7 +49,7 @@ func (widgetRenderer) ChildTypes() []desired.ChildType {
 
 func (widgetRenderer) Policy(*unstructured.Unstructured) desired.Policy { return desired.Policy{} }
 
-func (widgetRenderer) Render(p *unstructured.Unstructured) (desired.Graph, error) {
+func (widgetRenderer) Render(p *unstructured.Unstructured, _ []desired.Child) (desired.Graph, error) {
 	target, _, _ := unstructured.NestedString(p.Object, "spec", "target")
 	svc := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Service",

@@ -1,0 +1,295 @@
+package graph
+
+import (
+	"cmp"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// APIVersion and Kind are what a graph file declares itself as.
+const (
+	APIVersion = "resyncd.io/v1alpha1"
+	Kind       = "Graph"
+)
+
+// ParentVar is the variable that holds the parent in every expression.
+const ParentVar = "schema"
+
+// idPattern is what kro allows as a resource id: a CEL identifier in
+// lowerCamelCase.
+var idPattern = regexp.MustCompile(`^[a-z][a-zA-Z0-9]*$`)
+
+// reserved are identifiers CEL or the graph already uses.
+var reserved = map[string]bool{ParentVar: true, "in": true, "as": true, "break": true, "const": true,
+	"continue": true, "else": true, "for": true, "function": true, "if": true, "import": true, "let": true,
+	"loop": true, "package": true, "namespace": true, "return": true, "var": true, "void": true, "while": true,
+	"true": true, "false": true, "null": true}
+
+// file is a graph file as read, before its expressions are compiled.
+type file struct {
+	path      string
+	name      string
+	resources []*resource
+	// status is the template of the parent's status fields.
+	status *tmpl
+	line   int // of spec.status, for messages
+}
+
+// resource is one child of the graph.
+type resource struct {
+	id          string
+	line        int
+	apiVersion  string
+	kind        string
+	template    *tmpl
+	includeWhen []*expr
+	readyWhen   []*expr
+	// deps are the ids of the other resources its template refers to.
+	deps []string
+}
+
+// where names the resource in messages, as kro's users know it.
+func (r *resource) where() string { return "resources[" + r.id + "]" }
+
+// problems collects what is wrong with a graph file, each with its line.
+type problems struct {
+	path string
+	list []problem
+}
+
+type problem struct {
+	line int
+	text string
+}
+
+func (ps *problems) add(line int, where, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	loc := ps.path
+	if line > 0 {
+		loc += ":" + strconv.Itoa(line)
+	}
+	if where != "" {
+		msg = where + ": " + msg
+	}
+	ps.list = append(ps.list, problem{line, loc + ": " + msg})
+}
+
+func (ps *problems) err() error {
+	if len(ps.list) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(ps.list, func(a, b problem) int { return cmp.Compare(a.line, b.line) })
+	e := &Error{}
+	for _, p := range ps.list {
+		e.Problems = append(e.Problems, p.text)
+	}
+	return e
+}
+
+// Error lists every problem found in a graph file.
+type Error struct {
+	// Problems are "FILE:LINE: WHERE: MESSAGE", in the order of the file.
+	Problems []string
+}
+
+func (e *Error) Error() string { return strings.Join(e.Problems, "\n") }
+
+// read parses a graph file and checks its shape; expressions are only
+// split out of their strings here, not compiled.
+func read(path string, data []byte, ps *problems) *file {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		ps.add(0, "", "not YAML: %v", err)
+		return nil
+	}
+	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		ps.add(0, "", "is empty or not a mapping; a graph file starts with apiVersion: %s, kind: %s", APIVersion, Kind)
+		return nil
+	}
+	root := doc.Content[0]
+	f := &file{path: path}
+	top := fields(root, ps, "", "apiVersion", "kind", "metadata", "spec")
+	if v := scalar(top["apiVersion"]); v != APIVersion {
+		ps.add(line(top["apiVersion"], root), "apiVersion", "is %q, must be %s", v, APIVersion)
+	}
+	if v := scalar(top["kind"]); v != Kind {
+		ps.add(line(top["kind"], root), "kind", "is %q, must be %s", v, Kind)
+	}
+	if md := top["metadata"]; md != nil {
+		f.name = scalar(fields(md, ps, "metadata", "name")["name"])
+	}
+	spec := top["spec"]
+	if spec == nil {
+		ps.add(root.Line, "spec", "is missing: a graph lists its children in spec.resources")
+		return f
+	}
+	sf := fields(spec, ps, "spec", "resources", "status", "schema")
+	status := sf["status"]
+	if sch := sf["schema"]; sch != nil {
+		// kro keeps the status under spec.schema, next to a schema for the
+		// CRD it generates; resyncd's parents have a CRD of their own.
+		sc := fields(sch, ps, "spec.schema", "status", "apiVersion", "kind", "group", "spec", "types", "additionalPrinterColumns")
+		for _, k := range []string{"apiVersion", "kind", "group", "spec", "types", "additionalPrinterColumns"} {
+			if n := sc[k]; n != nil {
+				ps.add(n.Line, "spec.schema."+k, "is not supported: the parent kind's CustomResourceDefinition defines it, resyncd does not generate one; remove it")
+			}
+		}
+		if sc["status"] != nil {
+			if status != nil {
+				ps.add(sc["status"].Line, "spec.schema.status", "and spec.status are both set; keep one")
+			}
+			status = sc["status"]
+		}
+	}
+	if status != nil {
+		f.line = status.Line
+		if status.Kind != yaml.MappingNode {
+			ps.add(status.Line, "spec.status", "must be a mapping of status fields to values")
+		} else {
+			f.status = newTemplate(status, "spec.status", ps)
+		}
+	}
+	res := sf["resources"]
+	if res == nil || res.Kind != yaml.SequenceNode || len(res.Content) == 0 {
+		ps.add(spec.Line, "spec.resources", "must list at least one resource")
+		return f
+	}
+	seen := map[string]int{}
+	for i, n := range res.Content {
+		r := readResource(n, i, ps)
+		if r == nil {
+			continue
+		}
+		if first, dup := seen[r.id]; dup {
+			ps.add(r.line, r.where(), "id %q is used by resources[%d] already; ids must be unique", r.id, first)
+			continue
+		}
+		seen[r.id] = i
+		f.resources = append(f.resources, r)
+	}
+	return f
+}
+
+func readResource(n *yaml.Node, i int, ps *problems) *resource {
+	where := fmt.Sprintf("resources[%d]", i)
+	rf := fields(n, ps, where, "id", "template", "includeWhen", "readyWhen", "externalRef", "forEach")
+	for _, k := range []string{"externalRef", "forEach"} {
+		if m := rf[k]; m != nil {
+			ps.add(m.Line, where+"."+k, "is not supported by resyncd; see docs/graphs.md")
+		}
+	}
+	r := &resource{id: scalar(rf["id"]), line: n.Line}
+	switch {
+	case r.id == "":
+		ps.add(n.Line, where+".id", "must be set: the name other expressions refer to this resource by")
+		return nil
+	case !idPattern.MatchString(r.id):
+		ps.add(line(rf["id"], n), where+".id", "%q is not an identifier in lowerCamelCase (a letter, then letters and digits)", r.id)
+		return nil
+	case reserved[r.id]:
+		ps.add(line(rf["id"], n), where+".id", "%q is a reserved word", r.id)
+		return nil
+	}
+	where = r.where()
+	t := rf["template"]
+	if t == nil || t.Kind != yaml.MappingNode {
+		ps.add(n.Line, where+".template", "must be the child object to create")
+		return nil
+	}
+	tf := fields(t, nil, "", "apiVersion", "kind", "metadata")
+	r.apiVersion, r.kind = scalar(tf["apiVersion"]), scalar(tf["kind"])
+	if r.apiVersion == "" || r.kind == "" || strings.Contains(r.apiVersion+r.kind, "${") {
+		ps.add(t.Line, where+".template", "must set apiVersion and kind, without expressions: they say what resyncd lists and may write")
+	}
+	md := tf["metadata"]
+	if md == nil || md.Kind != yaml.MappingNode {
+		ps.add(t.Line, where+".template.metadata", "must set name")
+	} else {
+		mf := fields(md, nil, "", "name", "namespace", "ownerReferences", "generateName")
+		if mf["name"] == nil {
+			ps.add(md.Line, where+".template.metadata.name", "must be set")
+		}
+		if m := mf["namespace"]; m != nil {
+			ps.add(m.Line, where+".template.metadata.namespace", "children live in their parent's namespace (an owner reference cannot cross namespaces); remove it")
+		}
+		if m := mf["generateName"]; m != nil {
+			ps.add(m.Line, where+".template.metadata.generateName", "is not supported: a child needs a name that stays the same from pass to pass")
+		}
+		if m := mf["ownerReferences"]; m != nil {
+			ps.add(m.Line, where+".template.metadata.ownerReferences", "resyncd sets the controller reference to the parent; remove it")
+		}
+	}
+	r.template = newTemplate(t, where+".template", ps)
+	r.includeWhen = conditions(rf["includeWhen"], where+".includeWhen", ps)
+	r.readyWhen = conditions(rf["readyWhen"], where+".readyWhen", ps)
+	return r
+}
+
+// conditions reads a list of "${…}" strings, each one expression.
+func conditions(n *yaml.Node, where string, ps *problems) []*expr {
+	if n == nil {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		ps.add(n.Line, where, "must be a list of expressions, each \"${…}\"")
+		return nil
+	}
+	var out []*expr
+	for i, c := range n.Content {
+		w := fmt.Sprintf("%s[%d]", where, i)
+		parts, err := split(c.Value)
+		if c.Kind != yaml.ScalarNode || err != nil || len(parts) != 1 || parts[0].expr == nil {
+			ps.add(c.Line, w, "%q must be exactly one expression, \"${…}\"", c.Value)
+			continue
+		}
+		out = append(out, &expr{src: parts[0].expr.src, line: c.Line, where: w})
+	}
+	return out
+}
+
+// fields returns the values of a mapping by key; with ps set, a key not
+// in allowed is reported.
+func fields(n *yaml.Node, ps *problems, where string, allowed ...string) map[string]*yaml.Node {
+	out := map[string]*yaml.Node{}
+	if n.Kind != yaml.MappingNode {
+		if ps != nil {
+			ps.add(n.Line, where, "must be a mapping")
+		}
+		return out
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i].Value, n.Content[i+1]
+		ok := false
+		for _, a := range allowed {
+			ok = ok || a == k
+		}
+		if !ok && ps != nil {
+			key := k
+			if where != "" {
+				key = where + "." + k
+			}
+			ps.add(n.Content[i].Line, key, "unknown key; known here: %s", strings.Join(allowed, ", "))
+		}
+		out[k] = v
+	}
+	return out
+}
+
+func scalar(n *yaml.Node) string {
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return ""
+	}
+	return n.Value
+}
+
+func line(n, fallback *yaml.Node) int {
+	if n != nil {
+		return n.Line
+	}
+	return fallback.Line
+}

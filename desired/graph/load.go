@@ -1,0 +1,401 @@
+package graph
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/google/cel-go/cel"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+	"k8s.io/apiserver/pkg/cel/openapi"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	"github.com/resyncd/resyncd/desired"
+)
+
+// Defaults of Options' cost bounds; docs/configuration.md lists them as
+// the cel section's.
+const (
+	DefaultMaxEstimatedCost uint64 = 10_000_000
+	DefaultCostBudget       uint64 = 1_000_000
+)
+
+// SchemaResolver finds the OpenAPI schema of a kind, as the API server
+// publishes it (k8s.io/apiserver/pkg/cel/openapi/resolver has one that
+// asks discovery).
+type SchemaResolver interface {
+	ResolveSchema(gvk schema.GroupVersionKind) (*spec.Schema, error)
+}
+
+// Options say how to compile a graph.
+type Options struct {
+	// Schemas, when set, types every expression: the parent's as Parent's
+	// schema, each child's as its kind's, and each value as the field it
+	// fills; and bounds the estimated cost of each. Nil: every variable is
+	// dynamic and only syntax, references and order are checked.
+	Schemas SchemaResolver
+	// Parent is the parents' kind, to type them with Schemas.
+	Parent schema.GroupVersionKind
+	// Resource maps a child kind to the resource to LIST; nil guesses the
+	// plural as kubectl does for a kind it does not know.
+	Resource func(schema.GroupVersionKind) (schema.GroupVersionResource, error)
+	// MaxEstimatedCost rejects an expression whose worst-case cost is
+	// higher, when Schemas is set; 0: DefaultMaxEstimatedCost.
+	MaxEstimatedCost uint64
+	// CostBudget bounds what evaluating a parent's graph may cost, once for
+	// its children and once for its status; 0: DefaultCostBudget.
+	CostBudget uint64
+}
+
+// Renderer renders the parents of one kind as a graph file declares: a
+// desired.Renderer.
+type Renderer struct {
+	name   string
+	path   string
+	budget uint64
+	// resources are in apply order: a resource after those it refers to.
+	resources  []*resource
+	status     *tmpl
+	childTypes []desired.ChildType
+	typed      bool
+}
+
+var _ desired.Renderer = (*Renderer)(nil)
+
+// Load reads and compiles the graph file at path. The error, an *Error
+// when the file is at fault, lists every problem with its line.
+func Load(path string, opts Options) (*Renderer, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read graph: %w", err)
+	}
+	return Parse(path, data, opts)
+}
+
+// Parse compiles a graph file's content; path names it in messages.
+func Parse(path string, data []byte, opts Options) (*Renderer, error) {
+	if opts.MaxEstimatedCost == 0 {
+		opts.MaxEstimatedCost = DefaultMaxEstimatedCost
+	}
+	if opts.CostBudget == 0 {
+		opts.CostBudget = DefaultCostBudget
+	}
+	ps := &problems{path: path}
+	f := read(path, data, ps)
+	if f == nil {
+		return nil, ps.err()
+	}
+	r := &Renderer{name: f.name, path: path, budget: opts.CostBudget, status: f.status, typed: opts.Schemas != nil}
+	types, err := resolveTypes(f, opts, ps)
+	if err != nil {
+		return nil, err
+	}
+	names := []string{ParentVar}
+	for _, res := range f.resources {
+		names = append(names, res.id)
+	}
+	e, err := env(names, types)
+	if err != nil {
+		return nil, fmt.Errorf("%s: build the CEL environment: %w", path, err)
+	}
+	c := &compiler{env: e, types: types, budget: opts.CostBudget, ps: ps}
+	for _, n := range names {
+		if _, ok := types[n]; !ok {
+			types[n] = nil // declared, untyped
+		}
+	}
+	if opts.Schemas != nil {
+		c.maxEstimate = opts.MaxEstimatedCost
+	}
+	for _, res := range f.resources {
+		c.resource(res, types[res.id])
+	}
+	if f.status != nil {
+		var st *apiservercel.DeclType
+		if p := types[ParentVar]; p != nil && p.IsObject() {
+			if fd, ok := p.Fields["status"]; ok {
+				st = fd.Type
+			}
+		}
+		c.template(f.status, st, "the parent's status field", nil)
+	}
+	if len(ps.list) > 0 {
+		return nil, ps.err()
+	}
+	if r.resources, err = order(f, ps); err != nil {
+		return nil, err
+	}
+	if r.childTypes, err = childTypes(r.resources, f.status, opts.Resource); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// resolveTypes asks Schemas for the type of the parent and of every kind
+// of child; without Schemas it returns an empty map.
+func resolveTypes(f *file, opts Options, ps *problems) (map[string]*apiservercel.DeclType, error) {
+	types := map[string]*apiservercel.DeclType{}
+	if opts.Schemas == nil {
+		return types, nil
+	}
+	declType := func(gvk schema.GroupVersionKind, name string) (*apiservercel.DeclType, error) {
+		s, err := opts.Schemas.ResolveSchema(gvk)
+		if err != nil {
+			return nil, err
+		}
+		t := openapi.SchemaDeclType(s, true)
+		if t == nil {
+			return nil, nil
+		}
+		return t.MaybeAssignTypeName(name), nil
+	}
+	t, err := declType(opts.Parent, "__parent__")
+	if err != nil {
+		return nil, fmt.Errorf("%s: the schema of the parent kind %s: %w", f.path, opts.Parent.Kind, err)
+	}
+	types[ParentVar] = t
+	for _, res := range f.resources {
+		gv, err := schema.ParseGroupVersion(res.apiVersion)
+		if err != nil {
+			ps.add(res.line, res.where()+".template.apiVersion", "%q: %v", res.apiVersion, err)
+			continue
+		}
+		t, err := declType(gv.WithKind(res.kind), "__"+res.id+"__")
+		if err != nil {
+			ps.add(res.line, res.where()+".template", "%s %s: no schema from the API server (is the kind served?): %v", res.apiVersion, res.kind, err)
+			continue
+		}
+		types[res.id] = t
+	}
+	if len(ps.list) > 0 {
+		return nil, ps.err()
+	}
+	return types, nil
+}
+
+// resource compiles the expressions of one resource and checks what they
+// may refer to: includeWhen the parent only, readyWhen the resource
+// itself only, the template the parent and other resources.
+func (c *compiler) resource(res *resource, t *apiservercel.DeclType) {
+	for _, e := range res.includeWhen {
+		if c.compile(e) {
+			c.only(e, "the parent ("+ParentVar+")", ParentVar)
+			c.expect(e, cel.BoolType, "includeWhen")
+		}
+	}
+	for _, e := range res.readyWhen {
+		if c.compile(e) {
+			c.only(e, "the resource itself ("+res.id+")", res.id)
+			c.expect(e, cel.BoolType, "readyWhen")
+		}
+	}
+	c.template(res.template, t, res.kind, res)
+}
+
+// template compiles the expressions of a template and checks each value's
+// type against the field it fills, when t types the template's root.
+func (c *compiler) template(tp *tmpl, t *apiservercel.DeclType, what string, res *resource) {
+	for _, s := range tp.slots {
+		field := fieldType(t, s.path)
+		for _, p := range s.parts {
+			e := p.expr
+			if e == nil || !c.compile(e) {
+				continue
+			}
+			if res != nil {
+				if slices.Contains(e.refs, res.id) {
+					c.ps.add(e.line, e.where, "${%s} refers to %s, the resource it is part of", e.src, res.id)
+				}
+				for _, ref := range e.refs {
+					if ref != ParentVar && ref != res.id && !slices.Contains(res.deps, ref) {
+						res.deps = append(res.deps, ref)
+					}
+				}
+			}
+			switch {
+			case !s.standalone():
+				c.expect(e, cel.StringType, "text inside a string")
+			case field != nil:
+				c.expect(e, field.CelType(), fmt.Sprintf("%s's %s", what, pathString(s.path)))
+			}
+		}
+	}
+}
+
+// only reports each variable e reads that is not one of allowed.
+func (c *compiler) only(e *expr, what string, allowed ...string) {
+	for _, ref := range e.refs {
+		if !slices.Contains(allowed, ref) {
+			c.ps.add(e.line, e.where, "${%s} refers to %s; it may refer to %s only", e.src, ref, what)
+		}
+	}
+}
+
+// fieldType follows path from t to the type of the field it leads to;
+// nil when t is nil or the path leaves what the schema describes.
+func fieldType(t *apiservercel.DeclType, path []any) *apiservercel.DeclType {
+	for _, p := range path {
+		if t == nil {
+			return nil
+		}
+		switch k := p.(type) {
+		case string:
+			switch {
+			case t.IsObject():
+				name, ok := apiservercel.Escape(k)
+				fd, found := t.Fields[name]
+				if !ok || !found {
+					return nil
+				}
+				t = fd.Type
+			case t.IsMap():
+				t = t.ElemType
+			default:
+				return nil
+			}
+		case int:
+			if !t.IsList() {
+				return nil
+			}
+			t = t.ElemType
+		}
+	}
+	return t
+}
+
+// order sorts the resources so that each comes after those it refers to,
+// keeping the file's order where references leave it free; a cycle is
+// reported with its path.
+func order(f *file, ps *problems) ([]*resource, error) {
+	byID := map[string]*resource{}
+	for _, r := range f.resources {
+		byID[r.id] = r
+	}
+	const (
+		unvisited = iota
+		visiting
+		done
+	)
+	state := map[string]int{}
+	var out []*resource
+	var stack []string
+	var visit func(r *resource) bool
+	visit = func(r *resource) bool {
+		switch state[r.id] {
+		case done:
+			return true
+		case visiting:
+			i := slices.Index(stack, r.id)
+			cycle := append(slices.Clone(stack[i:]), r.id)
+			ps.add(r.line, r.where(), "is part of a cycle of references: %s", strings.Join(cycle, " → "))
+			return false
+		}
+		state[r.id] = visiting
+		stack = append(stack, r.id)
+		for _, d := range r.deps {
+			if !visit(byID[d]) {
+				return false
+			}
+		}
+		stack = stack[:len(stack)-1]
+		state[r.id] = done
+		out = append(out, r)
+		return true
+	}
+	for _, r := range f.resources {
+		if !visit(r) {
+			return nil, ps.err()
+		}
+	}
+	return out, nil
+}
+
+// readinessKeep are the fields the kstatus-style readiness of a child
+// without readyWhen reads.
+var readinessKeep = []string{"status", "spec.replicas", "spec.type", "spec.updateStrategy"}
+
+// childTypes lists the kinds of the resources, each once, in apply order,
+// with the fields of their live objects that expressions and readiness
+// read.
+func childTypes(resources []*resource, status *tmpl, resourceOf func(schema.GroupVersionKind) (schema.GroupVersionResource, error)) ([]desired.ChildType, error) {
+	if resourceOf == nil {
+		resourceOf = func(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
+			gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+			return gvr, nil
+		}
+	}
+	reads := map[string][][]string{} // by id, every path read of it
+	var all []*expr
+	for _, r := range resources {
+		all = append(all, r.expressions()...)
+	}
+	if status != nil {
+		all = append(all, status.expressions()...)
+	}
+	for _, e := range all {
+		for v, paths := range e.paths {
+			reads[v] = append(reads[v], paths...)
+		}
+	}
+	var out []desired.ChildType
+	index := map[schema.GroupVersionKind]int{}
+	for _, r := range resources {
+		gv, _ := schema.ParseGroupVersion(r.apiVersion)
+		gvk := gv.WithKind(r.kind)
+		i, ok := index[gvk]
+		if !ok {
+			gvr, err := resourceOf(gvk)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s %s: %w", r.where(), r.apiVersion, r.kind, err)
+			}
+			i = len(out)
+			index[gvk] = i
+			out = append(out, desired.ChildType{GVR: gvr, Kind: r.kind})
+		}
+		keep := out[i].Keep
+		for _, p := range reads[r.id] {
+			keep = append(keep, strings.Join(p, "."))
+		}
+		if len(r.readyWhen) == 0 {
+			keep = append(keep, readinessKeep...)
+		}
+		out[i].Keep = compact(keep)
+	}
+	return out, nil
+}
+
+// compact sorts paths and drops those inside another: "" (the whole
+// object) swallows every other.
+func compact(paths []string) []string {
+	slices.Sort(paths)
+	paths = slices.Compact(paths)
+	var out []string
+	for _, p := range paths {
+		if len(out) > 0 && (out[len(out)-1] == "" || strings.HasPrefix(p, out[len(out)-1]+".")) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// expressions returns every expression of r.
+func (r *resource) expressions() []*expr {
+	return slices.Concat(r.includeWhen, r.readyWhen, r.template.expressions())
+}
+
+// expressions returns every expression of t.
+func (t *tmpl) expressions() []*expr {
+	var out []*expr
+	for _, s := range t.slots {
+		for _, p := range s.parts {
+			if p.expr != nil {
+				out = append(out, p.expr)
+			}
+		}
+	}
+	return out
+}

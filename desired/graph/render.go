@@ -1,0 +1,314 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/interpreter"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/resyncd/resyncd/desired"
+)
+
+// ReasonCostExceeded is the Stalled reason of a parent whose graph costs
+// more to evaluate than the budget.
+const ReasonCostExceeded = "CostExceeded"
+
+// ChildTypes implements desired.Renderer: the kinds of the resources, in
+// apply order, with the fields expressions and readiness read.
+func (r *Renderer) ChildTypes() []desired.ChildType { return r.childTypes }
+
+// Name is the graph's metadata.name.
+func (r *Renderer) Name() string { return r.name }
+
+// Typed says whether the expressions were type-checked against the API
+// server's schemas and their costs estimated.
+func (r *Renderer) Typed() bool { return r.typed }
+
+// Policy implements desired.Renderer: spec.priority and spec.paused, when
+// the parent kind has them, as for HttpService.
+func (r *Renderer) Policy(parent *unstructured.Unstructured) desired.Policy {
+	priority, _, _ := unstructured.NestedInt64(parent.Object, "spec", "priority")
+	paused, _, _ := unstructured.NestedBool(parent.Object, "spec", "paused")
+	return desired.Policy{Priority: int32(priority), Paused: paused}
+}
+
+// Render implements desired.Renderer: every resource whose includeWhen
+// holds, in apply order, with its expressions evaluated against the parent
+// and the live children it refers to. A resource that needs a field of a
+// child that does not exist yet waits.
+func (r *Renderer) Render(parent *unstructured.Unstructured, children []desired.Child) (desired.Graph, error) {
+	ev := r.evaluation(parent, children)
+	var g desired.Graph
+	for _, res := range r.resources {
+		obj, err := ev.resolve(res, true)
+		if err != nil {
+			return desired.Graph{}, err
+		}
+		if w := ev.waits[res.id]; w != nil {
+			g.Waiting = append(g.Waiting, *w)
+		}
+		if obj != nil {
+			g.Children = append(g.Children, obj)
+		}
+	}
+	return g, nil
+}
+
+// evaluation is one parent's evaluation of the graph: its variables, what
+// became of each resource, and the budget it spends.
+type evaluation struct {
+	r      *Renderer
+	parent *unstructured.Unstructured
+	live   map[string]desired.Child // by kind/name
+	vars   map[string]any
+	meter  meter
+	// excluded are the resources an includeWhen left out, or that refer
+	// to one that was; waits the resources that wait.
+	excluded map[string]bool
+	waits    map[string]*desired.Waiting
+	// names are the names of the resources resolved so far.
+	names map[string]string
+}
+
+func (r *Renderer) evaluation(parent *unstructured.Unstructured, children []desired.Child) *evaluation {
+	ev := &evaluation{
+		r: r, parent: parent, live: make(map[string]desired.Child, len(children)),
+		vars:     map[string]any{ParentVar: parent.Object},
+		meter:    meter{budget: r.budget},
+		excluded: map[string]bool{}, waits: map[string]*desired.Waiting{}, names: map[string]string{},
+	}
+	for _, c := range children {
+		ev.live[c.Kind+"/"+c.Name] = c
+	}
+	return ev
+}
+
+// resolve evaluates res: whether it is included, and its object (only
+// its name unless whole), and binds its live object for the resources
+// after it. It returns nil when res is left out or waits.
+func (ev *evaluation) resolve(res *resource, whole bool) (*unstructured.Unstructured, error) {
+	for _, d := range res.deps {
+		if ev.excluded[d] {
+			ev.excluded[res.id] = true
+			return nil, nil
+		}
+		if _, ok := ev.vars[d]; !ok {
+			ev.wait(res, d, ev.absent(d))
+			return nil, nil
+		}
+	}
+	for _, e := range res.includeWhen {
+		v, err := ev.eval(e)
+		if err != nil {
+			return nil, ev.invalid(e, err)
+		}
+		b, ok := v.Value().(bool)
+		if !ok {
+			return nil, &desired.InvalidError{Field: e.where, Message: fmt.Sprintf("${%s} is %v, not a bool", e.src, v.Value())}
+		}
+		if !b {
+			ev.excluded[res.id] = true
+			return nil, nil
+		}
+	}
+	value := runtime.DeepCopyJSONValue(res.template.value).(map[string]any)
+	for _, s := range res.template.slots {
+		if !whole && pathString(s.path) != "metadata.name" {
+			continue
+		}
+		v, dep, err := ev.fill(s)
+		if err != nil {
+			return nil, err
+		}
+		if dep != "" {
+			ev.wait(res, dep, fmt.Sprintf("%s: %s", s.where, v))
+			return nil, nil
+		}
+		set(value, s.path, v)
+	}
+	obj := &unstructured.Unstructured{Object: dropOmitted(value).(map[string]any)}
+	if obj.GetName() == "" {
+		return nil, &desired.InvalidError{Field: res.where() + ".template.metadata.name",
+			Message: "evaluates to an empty name; every child needs one"}
+	}
+	obj.SetNamespace(ev.parent.GetNamespace())
+	ev.names[res.id] = obj.GetName()
+	if c, ok := ev.live[res.kind+"/"+obj.GetName()]; ok && sameGroup(c, res) && c.Object != nil {
+		ev.vars[res.id] = c.Object
+	}
+	return obj, nil
+}
+
+// fill evaluates the expressions of s. When one needs a field of another
+// resource that is missing, dep names that resource and the value is the
+// message why.
+func (ev *evaluation) fill(s *slot) (any, string, error) {
+	var b strings.Builder
+	for _, p := range s.parts {
+		if p.expr == nil {
+			b.WriteString(p.text)
+			continue
+		}
+		v, err := ev.eval(p.expr)
+		if err != nil {
+			if dep := ev.dependency(p.expr); dep != "" && !errors.Is(err, errCostExceeded) {
+				return fmt.Sprintf("${%s}: %v", p.expr.src, err), dep, nil
+			}
+			return nil, "", ev.invalid(p.expr, err)
+		}
+		if s.standalone() {
+			n, err := native(v)
+			if err != nil {
+				return nil, "", ev.invalid(p.expr, err)
+			}
+			return n, "", nil
+		}
+		t, err := text(v)
+		if err != nil {
+			return nil, "", ev.invalid(p.expr, err)
+		}
+		b.WriteString(t)
+	}
+	return b.String(), "", nil
+}
+
+// dependency is the first resource e refers to, other than the parent.
+func (ev *evaluation) dependency(e *expr) string {
+	for _, ref := range e.refs {
+		if ref != ParentVar {
+			return ref
+		}
+	}
+	return ""
+}
+
+func (ev *evaluation) wait(res *resource, dep, why string) {
+	gv, _ := schema.ParseGroupVersion(res.apiVersion)
+	ev.waits[res.id] = &desired.Waiting{
+		ID: res.id, Group: gv.Group, Kind: res.kind,
+		Reason:  "WaitingFor" + strings.ToUpper(dep[:1]) + dep[1:],
+		Message: fmt.Sprintf("%s waits for %s: %s", res.id, dep, why),
+	}
+}
+
+// absent says why resource id has no live object to refer to.
+func (ev *evaluation) absent(id string) string {
+	if w := ev.waits[id]; w != nil {
+		return "it waits too"
+	}
+	for _, res := range ev.r.resources {
+		if res.id == id {
+			return fmt.Sprintf("%s %s/%s does not exist yet", res.kind, ev.parent.GetNamespace(), ev.names[id])
+		}
+	}
+	return "it does not exist yet"
+}
+
+// invalid makes an evaluation error the parent's: it is Stalled with it.
+func (ev *evaluation) invalid(e *expr, err error) error {
+	if errors.Is(err, errCostExceeded) {
+		return &desired.InvalidError{Reason: ReasonCostExceeded, Field: e.where, Message: fmt.Sprintf(
+			"evaluating this parent's graph stopped at ${%s}: it would cost more than the budget of %d (cel.costBudget); %d spent", e.src, ev.meter.budget, ev.meter.spent)}
+	}
+	return &desired.InvalidError{Reason: "EvaluationFailed", Field: e.where, Message: fmt.Sprintf("${%s}: %v", e.src, err)}
+}
+
+// eval evaluates e within the parent's budget.
+func (ev *evaluation) eval(e *expr) (ref.Val, error) {
+	return ev.meter.eval(e, ev.vars)
+}
+
+// meter spends one evaluation's cost budget. Each expression runs under
+// the largest of its cost limits that fits in what is left, so that the
+// evaluation as a whole never costs more than the budget.
+type meter struct {
+	budget, spent uint64
+}
+
+func (m *meter) eval(e *expr, vars map[string]any) (ref.Val, error) {
+	left := m.budget - min(m.spent, m.budget)
+	limit := m.budget
+	i := 0
+	for limit > left && i < len(e.programs)-1 {
+		limit /= 2
+		i++
+	}
+	if limit > left {
+		return nil, errCostExceeded
+	}
+	out, det, err := e.programs[i].Eval(vars)
+	if det != nil {
+		if c := det.ActualCost(); c != nil {
+			m.spent += *c
+		}
+	}
+	var cancelled interpreter.EvalCancelledError
+	if errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded {
+		m.spent = max(m.spent, m.budget-left+limit)
+		return nil, errCostExceeded
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// set puts v at path in m; an omitted value removes the field, or the
+// list item.
+func set(m map[string]any, path []any, v any) {
+	var parent any = m
+	for i, p := range path {
+		last := i == len(path)-1
+		switch k := p.(type) {
+		case string:
+			mm := parent.(map[string]any)
+			if last {
+				if _, skip := v.(omit); skip {
+					delete(mm, k)
+				} else {
+					mm[k] = v
+				}
+				return
+			}
+			parent = mm[k]
+		case int:
+			l := parent.([]any)
+			if last {
+				l[k] = v
+				return
+			}
+			parent = l[k]
+		}
+	}
+}
+
+// dropOmitted removes the list items set to omit.
+func dropOmitted(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = dropOmitted(e)
+		}
+	case []any:
+		out := x[:0]
+		for _, e := range x {
+			if _, skip := e.(omit); !skip {
+				out = append(out, dropOmitted(e))
+			}
+		}
+		return out
+	}
+	return v
+}
+
+func sameGroup(c desired.Child, res *resource) bool {
+	av, _ := c.Object["apiVersion"].(string)
+	got, _ := schema.ParseGroupVersion(av)
+	want, _ := schema.ParseGroupVersion(res.apiVersion)
+	return got.Group == want.Group
+}

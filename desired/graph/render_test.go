@@ -1,0 +1,150 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/resyncd/resyncd/desired"
+)
+
+func load(t *testing.T, path string, opts Options) *Renderer {
+	t.Helper()
+	r, err := Load(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func webApp(t *testing.T, spec string) *unstructured.Unstructured {
+	return decode(t, []byte(`{"apiVersion": "example.resyncd.io/v1alpha1", "kind": "WebApp",
+		"metadata": {"name": "shop", "namespace": "team", "uid": "u-1", "generation": 2}, "spec": `+spec+`}`))
+}
+
+func kinds(g desired.Graph) []string {
+	var out []string
+	for _, c := range g.Children {
+		out = append(out, c.GetKind()+"/"+c.GetName())
+	}
+	return out
+}
+
+// TestRenderWaitsForLiveFields: the Deployment refers to the live
+// ConfigMap, so it waits until the ConfigMap is LISTed; the Service
+// follows spec.expose.
+func TestRenderWaitsForLiveFields(t *testing.T) {
+	r := load(t, "../../docs/examples/webapp.yaml", Options{})
+	parent := webApp(t, `{"image": "nginx", "replicas": 2, "port": 8080, "expose": true, "config": {"B": "2", "A": "1"}}`)
+
+	g, err := r.Render(parent, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"ConfigMap/shop-config", "Service/shop"}, kinds(g)); diff != "" {
+		t.Errorf("first pass (-want +got):\n%s", diff)
+	}
+	want := []desired.Waiting{{ID: "deployment", Group: "apps", Kind: "Deployment", Reason: "WaitingForConfig",
+		Message: "deployment waits for config: ConfigMap team/shop-config does not exist yet"}}
+	if diff := cmp.Diff(want, g.Waiting); diff != "" {
+		t.Errorf("waiting (-want +got):\n%s", diff)
+	}
+
+	live := []desired.Child{{Kind: "ConfigMap", Name: "shop-config", Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "shop-config"},
+		"data": map[string]any{"A": "1", "B": "2"}}}}
+	g, err = r.Render(parent, live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Waiting) > 0 || len(g.Children) != 3 {
+		t.Fatalf("second pass: children %v, waiting %v", kinds(g), g.Waiting)
+	}
+	dep := g.Children[1]
+	ann, _, _ := unstructured.NestedString(dep.Object, "spec", "template", "metadata", "annotations", "example.resyncd.io/config-hash")
+	ref, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	if ann == "" || !strings.Contains(fmt.Sprint(ref), "shop-config") {
+		t.Errorf("the Deployment does not refer to the ConfigMap: hash %q, containers %v", ann, ref)
+	}
+	// Another content, another hash: the pods roll.
+	live[0].Object["data"] = map[string]any{"A": "1", "B": "3"}
+	g, _ = r.Render(parent, live)
+	other, _, _ := unstructured.NestedString(g.Children[1].Object, "spec", "template", "metadata", "annotations", "example.resyncd.io/config-hash")
+	if other == ann {
+		t.Errorf("the hash %q did not change with the content", ann)
+	}
+	if replicas, _, _ := unstructured.NestedInt64(g.Children[1].Object, "spec", "replicas"); replicas != 2 {
+		t.Errorf("replicas = %d, want 2, typed as the expression's int", replicas)
+	}
+
+	parent.Object["spec"].(map[string]any)["expose"] = false
+	g, _ = r.Render(parent, live)
+	if diff := cmp.Diff([]string{"ConfigMap/shop-config", "Deployment/shop"}, kinds(g)); diff != "" {
+		t.Errorf("expose false (-want +got):\n%s", diff)
+	}
+}
+
+// TestStatusProjectsLiveChildren: status fields come from the live
+// children; one that refers to a child left out is left out; readiness
+// names the first child that is not ready.
+func TestStatusProjectsLiveChildren(t *testing.T) {
+	r := load(t, "../../docs/examples/webapp.yaml", Options{})
+	parent := webApp(t, `{"image": "nginx", "replicas": 2, "port": 8080, "expose": false}`)
+	cm := desired.Child{Kind: "ConfigMap", Name: "shop-config", Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "shop-config"}}}
+	dep := desired.Child{Kind: "Deployment", Name: "shop", Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "shop"},
+		"spec": map[string]any{"replicas": int64(2)}, "status": map[string]any{"availableReplicas": int64(1)}}}
+	st, err := r.Status(parent, desired.Observation{Children: []desired.Child{cm, dep}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]any{"availableReplicas": int64(1), "configMap": "shop-config"}, st.Fields); diff != "" {
+		t.Errorf("fields (-want +got):\n%s", diff)
+	}
+	want := desired.Readiness{Reason: "DeploymentNotReady",
+		Message: "Deployment team/shop: readyWhen ${deployment.status.?availableReplicas.orValue(0) == deployment.spec.replicas} is false"}
+	if diff := cmp.Diff(want, st.Readiness); diff != "" {
+		t.Errorf("readiness (-want +got):\n%s", diff)
+	}
+	dep.Object["status"] = map[string]any{"availableReplicas": int64(2)}
+	st, _ = r.Status(parent, desired.Observation{Children: []desired.Child{cm, dep}})
+	if diff := cmp.Diff(desired.Readiness{Ready: true, Reason: "Ready", Message: "2 of 2 resources ready"}, st.Readiness); diff != "" {
+		t.Errorf("readiness (-want +got):\n%s", diff)
+	}
+}
+
+// TestCostBudget: a parent whose graph costs more than the budget is
+// refused with CostExceeded, and its evaluation never spends more than the
+// budget; a parent within it renders.
+func TestCostBudget(t *testing.T) {
+	r := load(t, "../../testdata/graphs/costbomb.yaml", Options{})
+	tags := make([]string, 1000)
+	for i := range tags {
+		tags[i] = fmt.Sprintf("%q", fmt.Sprintf("t%d", i))
+	}
+	bomb := webApp(t, `{"image": "nginx", "tags": [`+strings.Join(tags, ",")+`]}`)
+	small := webApp(t, `{"image": "nginx", "tags": ["a", "b", "a"]}`)
+
+	g, err := r.Render(small, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Children[0].Object["data"]; !cmp.Equal(got, map[string]any{"repeats": "5"}) {
+		t.Errorf("data = %v, want repeats 5", got)
+	}
+	_, err = r.Render(bomb, nil)
+	var ie *desired.InvalidError
+	if !errors.As(err, &ie) || ie.Reason != ReasonCostExceeded {
+		t.Fatalf("got %v, want CostExceeded", err)
+	}
+	ev := r.evaluation(bomb, nil)
+	_, err = ev.resolve(r.resources[0], true)
+	if err == nil || ev.meter.spent > r.budget || ev.meter.spent < r.budget/2 {
+		t.Errorf("spent %d of a budget of %d (%v): want the budget spent and no more", ev.meter.spent, r.budget, err)
+	}
+}
