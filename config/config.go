@@ -209,7 +209,7 @@ func Default() Config {
 		Metrics: Metrics{Address: ":8080"},
 		Health:  Endpoint{Address: ":8081"},
 		Log:     Log{Level: "info", Format: "json"},
-		CEL:     CEL{MaxEstimatedCost: 10_000_000, CostBudget: 1_000_000},
+		CEL:     CEL{MaxEstimatedCost: 100_000_000, CostBudget: 1_000_000},
 	}
 }
 

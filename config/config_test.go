@@ -32,7 +32,7 @@ func TestLoadGood(t *testing.T) {
 		Metrics: Metrics{Address: "127.0.0.1:9090"},
 		Health:  Endpoint{Address: ":9091"},
 		Log:     Log{Level: "debug", Format: "console"},
-		CEL:     CEL{MaxEstimatedCost: 10_000_000, CostBudget: 1_000_000},
+		CEL:     CEL{MaxEstimatedCost: 100_000_000, CostBudget: 1_000_000},
 		Resources: []Resource{
 			{Group: "resyncd.io", Version: "v1alpha1", Resource: "httpservices", Renderer: "httpservice",
 				Interval: time.Minute, Namespaces: []string{"shop", "blog"}, LabelSelector: "tier in (web, api)",

@@ -23,10 +23,15 @@ type fingerprint [sha256.Size]byte
 type owner struct {
 	manager   string
 	converter managedfields.TypeConverter
+	// deduced reads the kinds client-go does not know (custom resources a
+	// graph makes) from their content: maps and scalars as they are, lists
+	// as atomic.
+	deduced managedfields.TypeConverter
 }
 
 func newOwner(manager string) *owner {
-	return &owner{manager: manager, converter: applyconfigurations.NewTypeConverter(clientgoscheme.Scheme)}
+	return &owner{manager: manager, converter: applyconfigurations.NewTypeConverter(clientgoscheme.Scheme),
+		deduced: managedfields.NewDeducedTypeConverter()}
 }
 
 // owned returns the fields of live that o.manager applied, in the form of
@@ -98,7 +103,11 @@ func (o *owner) project(live, desired *unstructured.Unstructured) (map[string]an
 }
 
 func (o *owner) typed(u *unstructured.Unstructured) (*typed.TypedValue, error) {
-	tv, err := o.converter.ObjectToTyped(u, typed.AllowDuplicates)
+	c := o.converter
+	if !clientgoscheme.Scheme.Recognizes(u.GroupVersionKind()) {
+		c = o.deduced
+	}
+	tv, err := c.ObjectToTyped(u, typed.AllowDuplicates)
 	if err != nil {
 		return nil, fmt.Errorf("%s: read against its schema: %w", objectID(u), err)
 	}

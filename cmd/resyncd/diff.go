@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
-	"github.com/resyncd/resyncd/desired"
 	"github.com/resyncd/resyncd/engine"
 )
 
@@ -36,7 +35,7 @@ func runDiff(ctx context.Context, g *globals) error {
 		return exitWith(2, err)
 	}
 	defer func() { _ = p.log.Sync() }()
-	eng, err := engine.New(engine.SettingsFrom(p.cfg), engine.Options{REST: p.cl.rest, Renderers: desired.DefaultRegistry(), Log: p.log,
+	eng, err := engine.New(engine.SettingsFrom(p.cfg), engine.Options{REST: p.cl.rest, Renderers: p.renderers, Log: p.log,
 		ReadOnly: true, KeepFields: true})
 	if err != nil {
 		return exitWith(2, err)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/resyncd/resyncd/desired"
 	"github.com/resyncd/resyncd/engine"
 )
 
@@ -40,7 +39,7 @@ func runOnce(ctx context.Context, g *globals) error {
 	d := &daemon{cfg: p.cfg, cl: p.cl}
 	rec, stop := d.recorder(ctx)
 	defer stop()
-	eng, err := engine.New(engine.SettingsFrom(p.cfg), engine.Options{REST: p.cl.rest, Renderers: desired.DefaultRegistry(), Log: p.log, Events: rec})
+	eng, err := engine.New(engine.SettingsFrom(p.cfg), engine.Options{REST: p.cl.rest, Renderers: p.renderers, Log: p.log, Events: rec})
 	if err != nil {
 		return err
 	}

@@ -66,6 +66,7 @@ type daemon struct {
 	passNow chan os.Signal
 	// passTimeout bounds each pass.
 	passTimeout time.Duration
+	renderers   desired.Registry
 }
 
 func runDaemon(ctx context.Context, g *globals) error {
@@ -77,7 +78,7 @@ func runDaemon(ctx context.Context, g *globals) error {
 	defer func() { _ = log.Sync() }()
 	reg, metrics := newRegistry()
 	d := &daemon{cfg: cfg, log: log, cl: cl, reg: reg, metrics: metrics, health: newHealth(cfg), passNow: make(chan os.Signal, 1),
-		passTimeout: g.passTimeout}
+		passTimeout: g.passTimeout, renderers: p.renderers}
 	// Caught from the start: SIGUSR1's default action would kill a
 	// follower, or a leader not yet running its passes.
 	signal.Notify(d.passNow, syscall.SIGUSR1)
@@ -200,7 +201,7 @@ func (d *daemon) passes(ctx context.Context) error {
 	rec, stop := d.recorder(ctx)
 	defer stop()
 	eng, err := engine.New(engine.SettingsFrom(d.cfg), engine.Options{
-		REST: d.cl.rest, Renderers: desired.DefaultRegistry(), Metrics: d.metrics,
+		REST: d.cl.rest, Renderers: d.renderers, Metrics: d.metrics,
 		Log: d.log, Events: rec, PassTimeout: d.passTimeout,
 	})
 	if err != nil {

@@ -33,9 +33,10 @@ func (g *globals) loadConfig() (*config.Config, error) {
 		overrides["log.format"] = g.logFormat
 	}
 	return config.Load(g.configPath, config.Options{
-		LookupEnv: os.LookupEnv,
-		Overrides: overrides,
-		Renderers: desired.DefaultRegistry().Names(),
+		LookupEnv:  os.LookupEnv,
+		Overrides:  overrides,
+		Renderers:  desired.DefaultRegistry().Names(),
+		CheckGraph: checkGraph,
 	})
 }
 
@@ -146,6 +147,9 @@ type prepared struct {
 	cfg *config.Config
 	log *zap.Logger
 	cl  *clients
+	// renderers hold the built-in renderers and the watched graphs,
+	// type-checked against the API server's schemas.
+	renderers desired.Registry
 }
 
 // prepare loads the configuration, builds the logger and the clients, and
@@ -166,7 +170,11 @@ func (g *globals) prepare() (*prepared, error) {
 	if err := checkServed(cl.kube.Discovery(), cfg); err != nil {
 		return nil, g.explain(cl, err)
 	}
-	return &prepared{cfg: cfg, log: log, cl: cl}, nil
+	reg, err := renderers(cfg, cl.kube.Discovery())
+	if err != nil {
+		return nil, g.explain(cl, err)
+	}
+	return &prepared{cfg: cfg, log: log, cl: cl, renderers: reg}, nil
 }
 
 // errNoAnswer marks an error of a server that did not answer in time.

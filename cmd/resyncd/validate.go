@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 )
@@ -9,15 +10,37 @@ import (
 func newValidateCommand(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "validate",
-		Short: "Check the configuration file and list every problem",
-		Long:  "validate reads the configuration as run would, without touching a cluster. It exits 0\nwhen it is valid and 1 with every problem, each with the file, line and key, when not.",
-		Args:  cobra.NoArgs,
+		Short: "Check the configuration file and its graphs and list every problem",
+		Long: "validate reads the configuration as run would. It exits 0 when it is valid and 1 with\n" +
+			"every problem, each with the file, line and key, when not. Without a cluster it checks\n" +
+			"graph files offline: their shape, expressions, references and order. With --kubeconfig\n" +
+			"(or $KUBECONFIG) it also asks the API server whether it serves every watched resource,\n" +
+			"type-checks every graph expression against the schemas it publishes for the parent and\n" +
+			"child kinds, and bounds each expression's estimated cost (cel.maxEstimatedCost).",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := g.loadConfig()
 			if err != nil {
 				return exitWith(1, err)
 			}
-			_, err = fmt.Fprintf(g.stdout, "%s: valid, %d watched resources\n", g.configPath, len(cfg.Resources))
+			graphs := 0
+			for _, r := range cfg.Resources {
+				if r.Graph != "" {
+					graphs++
+				}
+			}
+			how := "graphs checked offline; pass --kubeconfig to type-check them against a cluster"
+			if g.kubeconfig != "" || os.Getenv("KUBECONFIG") != "" {
+				p, err := g.prepare()
+				if err != nil {
+					return exitWith(exitCodeOf(err, 1), err)
+				}
+				how = "every resource served by " + p.cl.rest.Host + ", graphs type-checked against its schemas"
+			}
+			if graphs == 0 {
+				how = "no graph"
+			}
+			_, err = fmt.Fprintf(g.stdout, "%s: valid, %d watched resources (%s)\n", g.configPath, len(cfg.Resources), how)
 			return err
 		},
 	}

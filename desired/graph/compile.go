@@ -152,19 +152,48 @@ func (c *compiler) compile(e *expr) bool {
 	return true
 }
 
-// expect reports e if its type cannot be what the place it fills needs.
+// expect reports e if its type cannot be what the place it fills needs:
+// a scalar of another type, a list where no list goes, a map or object
+// where a scalar or list goes. Objects are not compared field by field.
 func (c *compiler) expect(e *expr, want *cel.Type, what string) {
 	got := e.ast.OutputType()
-	if want == nil || got == nil || got.Kind() == types.DynKind || got.Kind() == types.AnyKind || want.Kind() == types.DynKind {
-		return
-	}
 	if got.Kind() == types.OpaqueKind && got.TypeName() == "optional_type" {
 		got = got.Parameters()[0]
 	}
-	if got.Kind() == types.NullTypeKind || want.IsAssignableType(got) || got.IsAssignableType(want) {
+	if want == nil || fits(got, want) {
 		return
 	}
-	c.ps.add(e.line, e.where, "${%s} is of type %s, but %s is %s", e.src, got, what, want)
+	c.ps.add(e.line, e.where, "${%s} is of type %s, but %s is %s", e.src, got, what, describe(want))
+}
+
+// fits says whether a value of type got may fill a field of type want.
+func fits(got, want *cel.Type) bool {
+	loose := func(t *cel.Type) bool {
+		return t.Kind() == types.DynKind || t.Kind() == types.AnyKind || t.Kind() == types.NullTypeKind
+	}
+	if loose(got) || loose(want) {
+		return true
+	}
+	object := func(t *cel.Type) bool { return t.Kind() == types.StructKind || t.Kind() == types.MapKind }
+	switch {
+	case object(want):
+		return object(got)
+	case want.Kind() == types.ListKind:
+		return got.Kind() == types.ListKind
+	}
+	return want.IsAssignableType(got)
+}
+
+// describe names a field's type for a person: a scalar's CEL name, or
+// object or list.
+func describe(t *cel.Type) string {
+	switch t.Kind() {
+	case types.StructKind, types.MapKind:
+		return "an object"
+	case types.ListKind:
+		return "a list"
+	}
+	return t.String()
 }
 
 func (c *compiler) declared() map[string]bool {
@@ -255,11 +284,22 @@ func (s *sizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 		return sz
 	}
 	path := n.Path()
+	if e := n.Expr(); e != nil && e.Kind() == celast.ComprehensionKind {
+		// What map() and filter() make is no larger than what they range
+		// over.
+		if root, p, ok := selection(e.AsComprehension().IterRange()); ok {
+			path = append([]string{root}, p...)
+		}
+	}
 	if len(path) > 0 {
 		if t := s.types[path[0]]; t != nil {
 			for _, f := range path[1:] {
 				switch {
 				case t == nil:
+				case f == "@items" && t.IsList(), f == "@values" && t.IsMap():
+					t = t.ElemType
+				case f == "@keys" && t.IsMap():
+					t = t.KeyType
 				case t.IsObject():
 					if fd, ok := t.Fields[f]; ok {
 						t = fd.Type

@@ -19,7 +19,7 @@ import (
 // Defaults of Options' cost bounds; docs/configuration.md lists them as
 // the cel section's.
 const (
-	DefaultMaxEstimatedCost uint64 = 10_000_000
+	DefaultMaxEstimatedCost uint64 = 100_000_000
 	DefaultCostBudget       uint64 = 1_000_000
 )
 

@@ -39,7 +39,7 @@ func kinds(g desired.Graph) []string {
 // follows spec.expose.
 func TestRenderWaitsForLiveFields(t *testing.T) {
 	r := load(t, "../../docs/examples/webapp.yaml", Options{})
-	parent := webApp(t, `{"image": "nginx", "replicas": 2, "port": 8080, "expose": true, "config": {"B": "2", "A": "1"}}`)
+	parent := webApp(t, `{"image": "nginx", "replicas": 2, "port": 8080, "expose": true, "config": [{"name": "B", "value": "2"}, {"name": "A", "value": "1"}]}`)
 
 	g, err := r.Render(parent, nil)
 	if err != nil {
@@ -71,7 +71,7 @@ func TestRenderWaitsForLiveFields(t *testing.T) {
 		t.Errorf("the Deployment does not refer to the ConfigMap: hash %q, containers %v", ann, ref)
 	}
 	// Another content, another hash: the pods roll.
-	live[0].Object["data"] = map[string]any{"A": "1", "B": "3"}
+	parent.Object["spec"].(map[string]any)["config"] = []any{map[string]any{"name": "B", "value": "3"}, map[string]any{"name": "A", "value": "1"}}
 	g, _ = r.Render(parent, live)
 	other, _, _ := unstructured.NestedString(g.Children[1].Object, "spec", "template", "metadata", "annotations", "example.resyncd.io/config-hash")
 	if other == ann {
@@ -93,7 +93,7 @@ func TestRenderWaitsForLiveFields(t *testing.T) {
 // names the first child that is not ready.
 func TestStatusProjectsLiveChildren(t *testing.T) {
 	r := load(t, "../../docs/examples/webapp.yaml", Options{})
-	parent := webApp(t, `{"image": "nginx", "replicas": 2, "port": 8080, "expose": false}`)
+	parent := webApp(t, `{"image": "nginx", "replicas": 2, "port": 8080, "expose": false, "config": []}`)
 	cm := desired.Child{Kind: "ConfigMap", Name: "shop-config", Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "shop-config"}}}
 	dep := desired.Child{Kind: "Deployment", Name: "shop", Object: map[string]any{

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/resyncd/resyncd/internal/fixture"
+)
+
+// graphFiles writes a configuration watching WebApps with the graph body
+// and a kubeconfig for the test API server; it returns the configuration
+// and the kubeconfig.
+func graphFiles(t *testing.T, body, cel string) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "webapp.yaml"), []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte(cel+`resources:
+  - {group: example.resyncd.io, version: v1alpha1, resource: webapps, graph: webapp.yaml}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kc := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kc, env.Kubeconfig(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, kc
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestValidateGraphs: offline, validate finds a cycle; against the API
+// server it finds a string where the Deployment's schema wants an integer,
+// and an expression whose estimated cost is over the limit, each with the
+// graph file's line and the expression.
+func TestValidateGraphs(t *testing.T) {
+	fixture.InstallWebApps(t, env.Config)
+	webapp := readFile(t, "../../docs/examples/webapp.yaml")
+
+	cfg, _ := graphFiles(t, readFile(t, "../../testdata/graphs/invalid-cycle.yaml"), "")
+	out, code := resyncd(t, "validate", "--config", cfg)
+	if code != 1 || !strings.Contains(out, "webapp.yaml:6: resources[config]: is part of a cycle of references: config → deployment → config") {
+		t.Errorf("cycle: exit %d, output:\n%s", code, out)
+	}
+
+	cfg, kc := graphFiles(t, webapp, "")
+	out, code = resyncd(t, "validate", "--config", cfg)
+	if code != 0 || !strings.Contains(out, "valid, 1 watched resources (graphs checked offline") {
+		t.Errorf("offline: exit %d, output:\n%s", code, out)
+	}
+	out, code = resyncd(t, "validate", "--config", cfg, "--kubeconfig", kc)
+	if code != 0 || !strings.Contains(out, "graphs type-checked against its schemas") {
+		t.Errorf("typed: exit %d, output:\n%s", code, out)
+	}
+	cfg, kc = graphFiles(t, readFile(t, "../../testdata/graphs/httpservice.yaml"), "")
+	cfgText := strings.Replace(readFile(t, cfg), "{group: example.resyncd.io, version: v1alpha1, resource: webapps", "{group: resyncd.io, version: v1alpha1, resource: httpservices", 1)
+	if err := os.WriteFile(cfg, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, code = resyncd(t, "validate", "--config", cfg, "--kubeconfig", kc); code != 0 {
+		t.Errorf("the HttpService graph, typed: exit %d, output:\n%s", code, out)
+	}
+
+	wrong := strings.Replace(webapp, "replicas: ${schema.spec.replicas}", "replicas: ${schema.spec.image}", 1)
+	cfg, kc = graphFiles(t, wrong, "")
+	if out, code = resyncd(t, "validate", "--config", cfg); code != 0 {
+		t.Errorf("a type error is not found offline, where every value is dynamic: exit %d, output:\n%s", code, out)
+	}
+	out, code = resyncd(t, "validate", "--config", cfg, "--kubeconfig", kc)
+	want := "webapp.yaml:29: resources[deployment].template.spec.replicas: ${schema.spec.image} is of type string, but Deployment's spec.replicas is int"
+	if code != 1 || !strings.Contains(out, want) {
+		t.Errorf("type error: exit %d, output:\n%s\nwant: %s", code, out, want)
+	}
+
+	cfg, kc = graphFiles(t, readFile(t, "../../testdata/graphs/costbomb.yaml"), "cel: {maxEstimatedCost: 100000}\n")
+	out, code = resyncd(t, "validate", "--config", cfg, "--kubeconfig", kc)
+	if code != 1 || !strings.Contains(out, "exceeds the limit of 100000 (cel.maxEstimatedCost)") {
+		t.Errorf("cost estimate: exit %d, output:\n%s", code, out)
+	}
+}
+
+// TestRender prints a parent's children offline, the ones that wait for
+// a live child named in a comment.
+func TestRender(t *testing.T) {
+	cfg, _ := graphFiles(t, readFile(t, "../../docs/examples/webapp.yaml"), "")
+	parent := filepath.Join(t.TempDir(), "parent.yaml")
+	if err := os.WriteFile(parent, []byte(`apiVersion: example.resyncd.io/v1alpha1
+kind: WebApp
+metadata: {name: shop, namespace: team, uid: 0b5c2e4a-1111-4222-8333-944455556666}
+spec: {image: nginx, replicas: 2, port: 8080, expose: true, config: [{name: A, value: "1"}]}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code := resyncd(t, "render", "--config", cfg, "--parent", parent)
+	for _, want := range []string{
+		"# WebApp team/shop: 2 children\n# waiting: deployment waits for config: ConfigMap team/shop-config does not exist yet\n",
+		"kind: ConfigMap\n", "  A: \"1\"\n", "kind: Service\n", "resyncd.io/parent-kind: WebApp.example.resyncd.io\n",
+	} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("exit %d, output lacks %q:\n%s", code, want, out)
+		}
+	}
+	if strings.Contains(out, "kind: Deployment") {
+		t.Errorf("the Deployment is rendered with no live ConfigMap:\n%s", out)
+	}
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/resyncd/resyncd/config"
+	"github.com/resyncd/resyncd/desired"
+	"github.com/resyncd/resyncd/desired/graph"
+)
+
+func newRenderCommand(g *globals) *cobra.Command {
+	var parentPath string
+	cmd := &cobra.Command{
+		Use:   "render",
+		Short: "Print the children a parent would get, without a cluster",
+		Long: "render reads parents (YAML, several separated by ---) from --parent or standard input,\n" +
+			"finds the watched resource of each in the configuration, and prints the children its\n" +
+			"renderer or graph makes, stamped with the labels and owner reference resyncd applies.\n" +
+			"Nothing is read from a cluster: a child that refers to another child's live fields is\n" +
+			"listed as waiting, as it would be on the first pass. It exits 1 when a parent cannot be\n" +
+			"rendered.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := g.loadConfig()
+			if err != nil {
+				return exitWith(1, err)
+			}
+			in := cmd.InOrStdin()
+			if parentPath != "" && parentPath != "-" {
+				f, err := os.Open(parentPath)
+				if err != nil {
+					return exitWith(1, err)
+				}
+				defer func() { _ = f.Close() }()
+				in = f
+			}
+			return renderParents(g.stdout, cfg, in)
+		},
+	}
+	cmd.Flags().StringVar(&parentPath, "parent", "", "file of parent objects; default or -: standard input")
+	return cmd
+}
+
+func renderParents(out io.Writer, cfg *config.Config, in io.Reader) error {
+	reg := desired.DefaultRegistry()
+	for _, r := range cfg.Resources {
+		if r.Graph != "" {
+			gr, err := graph.Load(r.GraphPath(), celOptions(cfg.CEL))
+			if err != nil {
+				return exitWith(1, err)
+			}
+			reg[r.RendererKey()] = gr
+		}
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(in, 4096)
+	var errs []error
+	first := true
+	for {
+		parent := &unstructured.Unstructured{}
+		if err := dec.Decode(&parent.Object); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return exitWith(1, fmt.Errorf("read parents: %w", err))
+		}
+		if len(parent.Object) == 0 {
+			continue
+		}
+		text, err := renderParent(cfg, reg, parent)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !first {
+			text = "---\n" + text
+		}
+		first = false
+		if _, err := io.WriteString(out, text); err != nil {
+			return err
+		}
+	}
+	if len(errs) > 0 {
+		return exitWith(1, errors.Join(errs...))
+	}
+	return nil
+}
+
+// renderParent renders one parent with the renderer of its watched
+// resource and returns its children as YAML documents.
+func renderParent(cfg *config.Config, reg desired.Registry, parent *unstructured.Unstructured) (string, error) {
+	id := parent.GetKind() + " " + parent.GetNamespace() + "/" + parent.GetName()
+	r, err := resourceOf(cfg, parent.GroupVersionKind())
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", id, err)
+	}
+	rd, err := reg.Get(r.RendererKey())
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", id, err)
+	}
+	g, err := rd.Render(parent, nil)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", id, err)
+	}
+	desired.Stamp(g, parent)
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# %s: %d children\n", id, len(g.Children))
+	for _, w := range g.Waiting {
+		fmt.Fprintf(&b, "# waiting: %s\n", w.Message)
+	}
+	for i, c := range g.Children {
+		y, err := yaml.Marshal(c.Object)
+		if err != nil {
+			return "", err
+		}
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		b.Write(y)
+	}
+	return b.String(), nil
+}
+
+// resourceOf finds the watched resource of parents of gvk: the one of its
+// group and version, or, of several, the one whose resource is the kind's
+// plural.
+func resourceOf(cfg *config.Config, gvk schema.GroupVersionKind) (config.Resource, error) {
+	var same []config.Resource
+	for _, r := range cfg.Resources {
+		if r.Group == gvk.Group && r.Version == gvk.Version {
+			same = append(same, r)
+		}
+	}
+	plural, _ := meta.UnsafeGuessKindToResource(gvk)
+	var names []string
+	for _, r := range same {
+		if len(same) == 1 || r.Resource == plural.Resource {
+			return r, nil
+		}
+		names = append(names, r.Name())
+	}
+	return config.Resource{}, fmt.Errorf("no watched resource of the configuration is of %s (watched: %s)", gvk.GroupVersion().WithKind(gvk.Kind), strings.Join(names, ", "))
+}
