@@ -1,0 +1,230 @@
+package engine
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/cel/openapi/resolver"
+	"k8s.io/client-go/discovery"
+
+	"github.com/resyncd/resyncd/config"
+	"github.com/resyncd/resyncd/desired"
+	"github.com/resyncd/resyncd/desired/graph"
+	"github.com/resyncd/resyncd/internal/fixture"
+)
+
+var configMaps = services.GroupVersion().WithResource("configmaps")
+
+// graphHarness watches WebApps in ns with the graph file at path,
+// compiled against the API server's schemas as resyncd run does.
+func graphHarness(t *testing.T, ns, path string) *harness {
+	t.Helper()
+	fixture.InstallWebApps(t, env.Config)
+	disc := discovery.NewDiscoveryClientForConfigOrDie(env.Config)
+	g, err := graph.Load(path, graph.Options{Schemas: &resolver.ClientDiscoveryResolver{Discovery: disc},
+		Parent: fixture.WebApps.GroupVersion().WithKind("WebApp")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(ns)
+	r := cfg.Resources[0]
+	r.Group, r.Version, r.Resource, r.Renderer, r.Graph = fixture.WebApps.Group, fixture.WebApps.Version, fixture.WebApps.Resource, "", path
+	cfg.Resources = []config.Resource{r}
+	reg := desired.DefaultRegistry()
+	reg[r.RendererKey()] = g
+	h := newHarnessWith(t, cfg, reg)
+	h.namespace(ns)
+	return h
+}
+
+func (h *harness) createWebApp(ns, name string, spec map[string]any) {
+	h.t.Helper()
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.resyncd.io/v1alpha1", "kind": "WebApp",
+		"metadata": map[string]any{"name": name, "namespace": ns}, "spec": spec,
+	}}
+	if _, err := h.dyn.Resource(fixture.WebApps).Namespace(ns).Create(h.t.Context(), u, metav1.CreateOptions{}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func names(items []unstructured.Unstructured) []string {
+	var out []string
+	for _, u := range items {
+		out = append(out, u.GetName())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestGraphWebApp runs docs/examples/webapp.yaml on the API server: the
+// children that wait for nothing are created in the first pass, the
+// Deployment, which names the live ConfigMap, in the second; the third
+// writes nothing; drift is repaired in one pass; switching includeWhen off
+// prunes the Service.
+func TestGraphWebApp(t *testing.T) {
+	ns := "graph-webapp"
+	h := graphHarness(t, ns, filepath.Join(fixture.Repo(), "docs", "examples", "webapp.yaml"))
+	h.createWebApp(ns, "shop", map[string]any{"image": "nginx:1.27", "replicas": int64(2), "expose": true,
+		"config": []any{map[string]any{"name": "MODE", "value": "prod"}}})
+	h.createWebApp(ns, "blog", map[string]any{"image": "nginx:1.27"})
+
+	h.sync()
+	if got := names(h.list(configMaps, ns)); !slices.Equal(got, []string{"blog-config", "kube-root-ca.crt", "shop-config"}) &&
+		!slices.Equal(got, []string{"blog-config", "shop-config"}) {
+		t.Errorf("ConfigMaps after pass 1: %v", got)
+	}
+	if got := names(h.list(services, ns)); !slices.Equal(got, []string{"shop"}) {
+		t.Errorf("Services after pass 1: %v, want shop's only (blog does not expose)", got)
+	}
+	if got := h.list(deployments, ns); len(got) != 0 {
+		t.Errorf("Deployments written before the ConfigMap they name exists: %v", names(got))
+	}
+	shop := h.mustGet(fixture.WebApps, ns, "shop")
+	if got := fixture.StatusReason(shop, "Reconciling"); got != "True/WaitingForConfig" {
+		t.Errorf("shop Reconciling = %q, want True/WaitingForConfig: %v", got, shop.Object["status"])
+	}
+	if data, _, _ := unstructured.NestedStringMap(h.mustGet(configMaps, ns, "shop-config").Object, "data"); data["MODE"] != "prod" {
+		t.Errorf("shop-config data = %v", data)
+	}
+
+	h.sync()
+	dep := h.mustGet(deployments, ns, "shop")
+	from, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	if len(from) != 1 || !slices.ContainsFunc(from[0].(map[string]any)["envFrom"].([]any), func(e any) bool {
+		n, _, _ := unstructured.NestedString(e.(map[string]any), "configMapRef", "name")
+		return n == "shop-config"
+	}) {
+		t.Errorf("the Deployment does not name the ConfigMap: %v", from)
+	}
+	if r, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas"); r != 2 {
+		t.Errorf("replicas = %d, want 2", r)
+	}
+	shop = h.mustGet(fixture.WebApps, ns, "shop")
+	st, _ := shop.Object["status"].(map[string]any)
+	if st["configMap"] != "shop-config" || st["url"] != "http://shop."+ns+".svc" {
+		t.Errorf("shop status fields = %v", st)
+	}
+	if _, ok := h.mustGet(fixture.WebApps, ns, "blog").Object["status"].(map[string]any)["url"]; ok {
+		t.Errorf("blog shows a url with no Service")
+	}
+
+	h.log.reset()
+	h.sync()
+	if w := writes(h.log.reset()); len(w) != 0 {
+		t.Errorf("pass 3 of an unchanged graph wrote: %v", w)
+	}
+
+	// Drift in each kind of child, one pass to repair all.
+	edit := func(gvr schema.GroupVersionResource, name, body string) {
+		t.Helper()
+		if _, err := h.dyn.Resource(gvr).Namespace(ns).Patch(t.Context(), name, types.MergePatchType, []byte(body),
+			metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit(deployments, "shop", `{"spec": {"replicas": 7}}`)
+	edit(configMaps, "shop-config", `{"data": {"MODE": "debug"}}`)
+	edit(services, "shop", `{"spec": {"selector": {"app.kubernetes.io/name": "elsewhere"}}}`)
+	rep := h.sync()
+	if rep.Updated != 3 {
+		t.Errorf("updated = %d, want the 3 drifted children", rep.Updated)
+	}
+	if r, _, _ := unstructured.NestedInt64(h.mustGet(deployments, ns, "shop").Object, "spec", "replicas"); r != 2 {
+		t.Errorf("replicas = %d after the repair, want 2", r)
+	}
+	if v, _, _ := unstructured.NestedString(h.mustGet(configMaps, ns, "shop-config").Object, "data", "MODE"); v != "prod" {
+		t.Errorf("MODE = %q after the repair, want prod", v)
+	}
+	if sel, _, _ := unstructured.NestedString(h.mustGet(services, ns, "shop").Object, "spec", "selector", "app.kubernetes.io/name"); sel != "shop" {
+		t.Errorf("Service selector after the repair = %q, want shop", sel)
+	}
+
+	// includeWhen off: the Service goes, the rest stays.
+	if _, err := h.dyn.Resource(fixture.WebApps).Namespace(ns).Patch(t.Context(), "shop", types.MergePatchType,
+		[]byte(`{"spec": {"expose": false}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rep = h.sync()
+	if _, err := h.get(services, ns, "shop"); !apierrors.IsNotFound(err) || rep.Deleted != 1 {
+		t.Errorf("Service shop after expose: false: %v (deleted %d), want pruned", err, rep.Deleted)
+	}
+	h.mustGet(deployments, ns, "shop")
+	h.mustGet(configMaps, ns, "shop-config")
+}
+
+// TestGraphCostBudget: a parent whose graph costs more than the budget to
+// evaluate is Stalled with CostExceeded and gets no child; the others of
+// the same graph converge in the same pass.
+func TestGraphCostBudget(t *testing.T) {
+	ns := "graph-cost"
+	h := graphHarness(t, ns, filepath.Join(fixture.Repo(), "testdata", "graphs", "costbomb.yaml"))
+	tags := make([]any, 1000)
+	for i := range tags {
+		tags[i] = "tag-" + string(rune('a'+i%26)) + "-" + string(rune('a'+i/26%26))
+	}
+	h.createWebApp(ns, "bomb", map[string]any{"image": "nginx", "tags": tags})
+	h.createWebApp(ns, "small", map[string]any{"image": "nginx", "tags": []any{"a", "b", "a"}})
+	h.createWebApp(ns, "empty", map[string]any{"image": "nginx"})
+
+	rep := h.sync()
+	if rep.Stalled != 1 {
+		t.Errorf("stalled = %d, want 1", rep.Stalled)
+	}
+	bomb := h.mustGet(fixture.WebApps, ns, "bomb")
+	if got := fixture.StatusReason(bomb, "Stalled"); got != "True/CostExceeded" {
+		t.Errorf("bomb Stalled = %q, want True/CostExceeded: %v", got, bomb.Object["status"])
+	}
+	if _, err := h.get(configMaps, ns, "bomb-config"); !apierrors.IsNotFound(err) {
+		t.Errorf("bomb-config: %v, want none written", err)
+	}
+	small := h.mustGet(configMaps, ns, "small-config")
+	if got, _, _ := unstructured.NestedString(small.Object, "data", "repeats"); got != "5" {
+		t.Errorf("small-config repeats = %q, want 5", got)
+	}
+	h.mustGet(configMaps, ns, "empty-config")
+}
+
+// TestGraphHTTPService: testdata/graphs/httpservice.yaml, whose children
+// wait for none of each other, converges in one pass, and the next pass
+// writes nothing.
+func TestGraphHTTPService(t *testing.T) {
+	ns := "graph-hsvc"
+	disc := discovery.NewDiscoveryClientForConfigOrDie(env.Config)
+	path := filepath.Join(fixture.Repo(), "testdata", "graphs", "httpservice.yaml")
+	g, err := graph.Load(path, graph.Options{Schemas: &resolver.ClientDiscoveryResolver{Discovery: disc},
+		Parent: httpServices.GroupVersion().WithKind("HttpService")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(ns)
+	cfg.Resources[0].Renderer, cfg.Resources[0].Graph = "", path
+	reg := desired.DefaultRegistry()
+	reg[cfg.Resources[0].RendererKey()] = g
+	h := newHarnessWith(t, cfg, reg)
+	h.namespace(ns)
+	h.createParent(ns, "web", map[string]any{"image": "nginx", "port": int64(8080), "env": []any{map[string]any{"name": "A", "value": "1"}}})
+	h.createParent(ns, "api", map[string]any{"image": "nginx", "port": int64(9090),
+		"resources":   map[string]any{"requests": map[string]any{"cpu": "0.1"}},
+		"autoscaling": map[string]any{"maxReplicas": int64(4)}})
+
+	rep := h.sync()
+	if rep.Created != 5 || rep.Failed != 0 {
+		t.Errorf("pass 1: created %d, failed %d; want 5 children (2 Deployments, 2 Services, 1 HorizontalPodAutoscaler)", rep.Created, rep.Failed)
+	}
+	h.mustGet(hpas, ns, "api")
+	if got := fixture.StatusReason(h.mustGet(httpServices, ns, "web"), "Reconciling"); got != "True/DeploymentNotReady" {
+		t.Errorf("web Reconciling = %q, want True/DeploymentNotReady (no deployment controller here)", got)
+	}
+	h.log.reset()
+	rep = h.sync()
+	if w := writes(h.log.reset()); len(w) != 0 || rep.InSync != 5 {
+		t.Errorf("pass 2: %d in sync, writes %v; want 5 and none", rep.InSync, w)
+	}
+}
