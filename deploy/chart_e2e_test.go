@@ -16,7 +16,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -27,6 +29,7 @@ import (
 
 	"github.com/resyncd/resyncd/config"
 	"github.com/resyncd/resyncd/desired"
+	"github.com/resyncd/resyncd/desired/graph"
 	"github.com/resyncd/resyncd/engine"
 	"github.com/resyncd/resyncd/internal/fixture"
 )
@@ -197,10 +200,14 @@ func helmInstall(t *testing.T, release, namespace string, vals map[string]any) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cm.Data["config.yaml"]), 0o600); err != nil {
-		t.Fatal(err)
+	// As the pod's volume holds them: every key a file.
+	dir := t.TempDir()
+	for name, data := range cm.Data {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
+	cfgPath := filepath.Join(dir, "config.yaml")
 	cfg, err := config.Load(cfgPath, config.Options{Renderers: desired.DefaultRegistry().Names()})
 	if err != nil {
 		t.Fatalf("the chart's configuration does not load: %v", err)
@@ -264,5 +271,64 @@ func TestChartNamespacedRBAC(t *testing.T) {
 	}
 	if _, err := admin.AppsV1().Deployments("scoped-out").Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("Deployment in scoped-out: %v, want none", err)
+	}
+}
+
+// TestChartGraph installs the chart with a graph in its values: the
+// graph is mounted beside the configuration, and the RBAC the chart derives
+// from its templates lets a pass as the release's ServiceAccount converge
+// a WebApp (ConfigMap, then Deployment, and Service) in its namespace.
+func TestChartGraph(t *testing.T) {
+	ctx := t.Context()
+	fixture.InstallWebApps(t, env.Config)
+	admin := kubernetes.NewForConfigOrDie(env.Config)
+	for _, ns := range []string{"graph-system", "chart-graph"} {
+		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, sa := helmInstall(t, "graphs", "graph-system", valueSets["graph"])
+	if g := cfg.Resources[0].GraphPath(); filepath.Base(g) != "webapp.yaml" {
+		t.Fatalf("graph path = %q", g)
+	}
+	saDyn := dynamic.NewForConfigOrDie(sa)
+	fixture.Eventually(t, "the Role in force", 30*time.Second, func() bool {
+		_, err := saDyn.Resource(fixture.WebApps).Namespace("chart-graph").List(ctx, metav1.ListOptions{})
+		return err == nil
+	})
+	g, err := graph.Load(cfg.Resources[0].GraphPath(), graph.Options{
+		Schemas: &resolver.ClientDiscoveryResolver{Discovery: discovery.NewDiscoveryClientForConfigOrDie(sa)},
+		Parent:  fixture.WebApps.GroupVersion().WithKind("WebApp")})
+	if err != nil {
+		t.Fatalf("the mounted graph, typed as the ServiceAccount: %v", err)
+	}
+	reg := desired.DefaultRegistry()
+	reg[cfg.Resources[0].RendererKey()] = g
+	webapp := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.resyncd.io/v1alpha1", "kind": "WebApp",
+		"metadata": map[string]any{"name": "site", "namespace": "chart-graph"},
+		"spec":     map[string]any{"image": "nginx", "expose": true},
+	}}
+	if _, err := dynamic.NewForConfigOrDie(env.Config).Resource(fixture.WebApps).Namespace("chart-graph").Create(ctx, webapp, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(engine.SettingsFrom(cfg), engine.Options{REST: sa, Renderers: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pass := range 2 {
+		rep, err := eng.SyncOnce(ctx)
+		if err != nil || rep.Resources[0].Failed != 0 {
+			t.Fatalf("pass %d as the ServiceAccount: %v, %+v", pass+1, err, rep.Resources[0])
+		}
+	}
+	if _, err := admin.CoreV1().ConfigMaps("chart-graph").Get(ctx, "site-config", metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	}
+	if _, err := admin.AppsV1().Deployments("chart-graph").Get(ctx, "site", metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	}
+	if _, err := admin.CoreV1().Services("chart-graph").Get(ctx, "site", metav1.GetOptions{}); err != nil {
+		t.Error(err)
 	}
 }

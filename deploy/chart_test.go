@@ -12,6 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/lint/support"
+	"sigs.k8s.io/yaml"
 
 	"github.com/resyncd/resyncd/internal/golden"
 )
@@ -37,6 +38,26 @@ var valueSets = map[string]map[string]any{
 		"dashboard": map[string]any{"enabled": true},
 	},
 	"secure-metrics": {"metrics": map[string]any{"secure": true, "serviceMonitor": map[string]any{"enabled": true}}},
+	// A second parent kind, declared in a graph; its RBAC is the graph's.
+	"graph": {
+		"graphs": map[string]any{"webapp.yaml": readYAML("../docs/examples/webapp.yaml")},
+		"config": map[string]any{"resources": []any{
+			map[string]any{"group": "example.resyncd.io", "version": "v1alpha1", "resource": "webapps", "graph": "webapp.yaml", "namespaces": []any{"chart-graph"}},
+		}},
+	},
+}
+
+// readYAML reads a YAML file as values hold it.
+func readYAML(path string) map[string]any {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		panic(err)
+	}
+	var out map[string]any
+	if err := yaml.Unmarshal(data, &out); err != nil {
+		panic(err)
+	}
+	return out
 }
 
 func loadChart(t *testing.T) *chart.Chart {

@@ -65,20 +65,31 @@ leader election, its Lease, the listen addresses, the log settings.
 {{- end }}
 
 {{/*
-The child resources each renderer writes, as RBAC rules: one rule per API
-group. Kept next to desired.HTTPService.ChildTypes; a chart test checks the two agree.
+The child resources of one watched resource, added to the dict .children
+as "group/resource": for the built-in httpservice renderer its kinds (as
+desired.HTTPService.ChildTypes lists them), for a graph the kind of every
+template in .Values.graphs, its resource guessed as kubectl guesses the
+plural of a kind it does not know.
 */}}
-{{- define "resyncd.childRules" -}}
-{{- if hasKey . "httpservice" }}
-- apiGroups: ["apps"]
-  resources: ["deployments"]
-  verbs: ["get", "list", "create", "patch", "delete"]
-- apiGroups: [""]
-  resources: ["services"]
-  verbs: ["get", "list", "create", "patch", "delete"]
-- apiGroups: ["autoscaling"]
-  resources: ["horizontalpodautoscalers"]
-  verbs: ["get", "list", "create", "patch", "delete"]
+{{- define "resyncd.childResources" -}}
+{{- $children := .children }}
+{{- if eq (.resource.renderer | default "") "httpservice" }}
+{{- $_ := set $children "apps/deployments" true }}
+{{- $_ := set $children "/services" true }}
+{{- $_ := set $children "autoscaling/horizontalpodautoscalers" true }}
+{{- end }}
+{{- with .resource.graph }}
+{{- $graph := index $.graphs . | default dict }}
+{{- range (($graph.spec | default dict).resources | default list) }}
+{{- $av := .template.apiVersion | default "" }}
+{{- $group := "" }}
+{{- if contains "/" $av }}{{ $group = first (splitList "/" $av) }}{{ end }}
+{{- $kind := lower (.template.kind | default "") }}
+{{- $plural := printf "%ss" $kind }}
+{{- if hasSuffix "s" $kind }}{{ $plural = printf "%ses" $kind }}
+{{- else if hasSuffix "y" $kind }}{{ $plural = printf "%sies" (trimSuffix "y" $kind) }}{{ end }}
+{{- $_ := set $children (printf "%s/%s" $group $plural) true }}
+{{- end }}
 {{- end }}
 {{- end }}
 
@@ -106,14 +117,15 @@ its own; an empty list when any watches all namespaces.
 
 {{/*
 The RBAC rules of the watched resources in one namespace ("" for all):
-the parents that watch it, the children of their renderers, Events.
+the parents that watch it, the children of their renderers and graphs,
+Events.
 */}}
 {{- define "resyncd.rules" -}}
 {{- $seen := dict }}
-{{- $renderers := dict }}
+{{- $children := dict }}
 {{- range .root.Values.config.resources }}
 {{- if or (eq $.namespace "") (has $.namespace (default list .namespaces)) }}
-{{- $_ := set $renderers .renderer true }}
+{{- include "resyncd.childResources" (dict "children" $children "resource" . "graphs" ($.root.Values.graphs | default dict)) }}
 {{- $key := printf "%s/%s" (.group | default "") .resource }}
 {{- if not (hasKey $seen $key) }}
 {{- $_ := set $seen $key true }}
@@ -126,7 +138,12 @@ the parents that watch it, the children of their renderers, Events.
 {{- end }}
 {{- end }}
 {{- end }}
-{{- include "resyncd.childRules" $renderers }}
+{{- range $key := keys $children | sortAlpha }}
+{{- $parts := splitList "/" $key }}
+- apiGroups: [{{ first $parts | quote }}]
+  resources: [{{ last $parts | quote }}]
+  verbs: ["get", "list", "create", "patch", "delete"]
+{{- end }}
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]
