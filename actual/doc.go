@@ -1,3 +1,4 @@
 // Package actual reads live state from the API server — paged LISTs through
-// the dynamic client — and decides nothing about it.
+// the dynamic client, and the OpenAPI schemas it publishes — and decides
+// nothing about it.
 package actual

@@ -33,6 +33,9 @@ from the samples of a run.
     convergence of N parents takes about 3N/50 seconds and ⌈3N/2000⌉ passes.
   - **resyncd, driftCheck server**: the same, with a server-side dry-run of every
     child each pass, the strategy GitOps tools use.
+  - **resyncd, HttpService as a graph**: the same as resyncd, with
+    ` + "`testdata/graphs/httpservice.yaml`" + ` in place of the built-in renderer: the same
+    children, from CEL templates compiled against the API server's schemas at start.
   - **controller-runtime**: the reconciler a team would write: typed API structs,
     ` + "`For(HttpService).Owns(Deployment).Owns(Service)`" + `, ` + "`CreateOrUpdate`" + ` of
     both children setting each field it owns (so that defaults compare equal), and

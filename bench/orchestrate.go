@@ -45,6 +45,7 @@ const (
 	floorName         = "raw-ssa-floor"
 	resyncdName       = "resyncd"
 	resyncdServerName = "resyncd-server"
+	resyncdGraphName  = "resyncd-graph"
 	crName            = "controller-runtime"
 	listName          = "raw-list"
 	runTimeout        = 15 * time.Minute
@@ -60,6 +61,9 @@ func contenders() []contender {
 		}},
 		{Name: resyncdServerName, ManagedBy: "resyncd", Repeats: true, Config: "server", args: func(b *bench, _ int) []string {
 			return []string{b.resyncd, "once", "--config", b.configs["server"], "--kubeconfig", b.kubeconfig}
+		}},
+		{Name: resyncdGraphName, ManagedBy: "resyncd", Repeats: true, Config: "graph", args: func(b *bench, _ int) []string {
+			return []string{b.resyncd, "once", "--config", b.configs["graph"], "--kubeconfig", b.kubeconfig}
 		}},
 		{Name: crName, ManagedBy: crManagedBy, UntilConverged: true, Repeats: true, args: func(b *bench, n int) []string {
 			return []string{b.self, "cr", "--kubeconfig", b.kubeconfig, "--expect", strconv.Itoa(n)}
@@ -307,6 +311,17 @@ func setUp(work, resyncdBin string) (*bench, error) {
 			return fail(err)
 		}
 		b.configs[mode] = p
+	}
+	// The graph contender: HttpService declared as a graph, not compiled in.
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return fail(err)
+	}
+	graph := strings.Replace(fmt.Sprintf(resyncdConfig, "local"), "renderer: httpservice",
+		"graph: "+filepath.Join(root, "testdata", "graphs", "httpservice.yaml"), 1)
+	b.configs["graph"] = filepath.Join(work, "resyncd-graph.yaml")
+	if err := os.WriteFile(b.configs["graph"], []byte(graph), 0o644); err != nil {
+		return fail(err)
 	}
 	cfg := *env.Config
 	cfg.QPS = -1

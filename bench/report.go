@@ -175,7 +175,7 @@ func peakPerRep(ss []*Sample, c string) stat {
 
 func summarize(res *Results) *summary {
 	sum := &summary{res: res}
-	names := []string{resyncdName, resyncdServerName, crName, floorName, listName}
+	names := []string{resyncdName, resyncdServerName, resyncdGraphName, crName, floorName, listName}
 	for _, n := range res.Sizes {
 		var ss []*Sample
 		for _, s := range res.Samples {
@@ -187,7 +187,7 @@ func summarize(res *Results) *summary {
 		for _, c := range names {
 			z.Cold[c] = pick(ss, c, "cold", func(s *Sample) float64 { return s.Seconds })
 			z.Steady[c] = trafficFig(ss, c, "steady")
-			if c == resyncdName || c == resyncdServerName {
+			if c == resyncdName || c == resyncdServerName || c == resyncdGraphName {
 				z.Steady[c+firstSuffix] = trafficFig(ss, c, "first")
 			}
 			z.ColdRSS[c] = pick(ss, c, "cold", func(s *Sample) float64 { return float64(s.PeakRSS) })
@@ -227,6 +227,7 @@ func targets(z sizeSummary) []target {
 	ts = append(ts, target{What: "peak RSS keeping the cluster in sync, against controller-runtime", Want: "≤ 0.33×", Got: fmt.Sprintf("%.2f×", rr), Met: rr <= 1.0/3})
 	rl := ratio(st.Pass, z.Steady[listName].Pass)
 	ts = append(ts, target{What: "steady pass against the raw paged LIST", Want: "≤ 1.2×", Got: fmt.Sprintf("%.2f×", rl), Met: rl <= 1.2})
+	ts = append(ts, graphTargets(z)...)
 	d := z.Drift[resyncdName]
 	ts = append(ts, target{
 		What: "drift: child writes = drifted children, all repaired in one pass",
@@ -238,11 +239,26 @@ func targets(z sizeSummary) []target {
 	return ts
 }
 
+// graphTargets hold the HttpService graph to the built-in renderer it
+// declares again.
+func graphTargets(z sizeSummary) []target {
+	g, r := z.Steady[resyncdGraphName], z.Steady[resyncdName]
+	rs, rc, rr := ratio(g.Pass, r.Pass), ratio(z.Cold[resyncdGraphName], z.Cold[resyncdName]), ratio(z.SyncRSS[resyncdGraphName], z.SyncRSS[resyncdName])
+	return []target{
+		{What: "graph: steady pass against the built-in renderer", Want: "≤ 1.2×, 0 writes",
+			Got: fmt.Sprintf("%.2f×, %.0f writes", rs, g.Writes.Max), Met: rs <= 1.2 && g.Writes.Max == 0},
+		{What: "graph: cold convergence against the built-in renderer", Want: "≤ 1.1×", Got: fmt.Sprintf("%.2f×", rc), Met: rc <= 1.1},
+		{What: "graph: peak RSS in sync against the built-in renderer", Want: "≤ 1.2×", Got: fmt.Sprintf("%.2f×", rr), Met: rr <= 1.2},
+	}
+}
+
 var labels = map[string]string{
 	resyncdName:                     "resyncd",
 	resyncdName + firstSuffix:       "resyncd, first pass after a start",
 	resyncdServerName:               "resyncd, driftCheck server",
 	resyncdServerName + firstSuffix: "resyncd, driftCheck server, first pass",
+	resyncdGraphName:                "resyncd, HttpService as a graph",
+	resyncdGraphName + firstSuffix:  "resyncd, HttpService as a graph, first pass",
 	crName:                          "controller-runtime",
 	floorName:                       "raw-SSA floor",
 	listName:                        "raw paged LIST",
@@ -289,13 +305,14 @@ func (sum *summary) tables() string {
 		p("### N = %d\n\n", z.N)
 		p("Cold convergence: every HttpService new, no child, no status, until every child exists and every status is written.\n\n")
 		p("| contender | seconds, median (range) | against the floor | against controller-runtime |\n|---|---|---|---|\n")
-		for _, c := range []string{resyncdName, resyncdServerName, crName, floorName} {
+		for _, c := range []string{resyncdName, resyncdServerName, resyncdGraphName, crName, floorName} {
 			p("| %s | %s | %s | %s |\n", labels[c], spread(z.Cold[c], "%.1f"), times(z.Cold[c], z.Cold[floorName]), times(z.Cold[c], z.Cold[crName]))
 		}
 		p("\nSteady pass, everything in sync: a pass of a running resyncd, the first pass after a start (nothing remembered),\n")
 		p("controller-runtime's restart until every parent is reconciled, and the raw LIST:\n\n")
 		p("| contender | requests | LIST | WATCH | writes | dry runs | KiB received | seconds | against the raw LIST |\n|---|---|---|---|---|---|---|---|---|\n")
-		for _, c := range []string{resyncdName, resyncdName + firstSuffix, resyncdServerName, resyncdServerName + firstSuffix, crName, listName} {
+		for _, c := range []string{resyncdName, resyncdName + firstSuffix, resyncdServerName, resyncdServerName + firstSuffix,
+			resyncdGraphName, resyncdGraphName + firstSuffix, crName, listName} {
 			s := z.Steady[c]
 			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", labels[c], num(s.Requests, "%.0f"), num(s.Lists, "%.0f"), num(s.Watches, "%.0f"),
 				num(s.Writes, "%.0f"), num(s.DryRuns, "%.0f"), num(kib(s.Bytes), "%.0f"), spread(s.Pass, "%.2f"), times(s.Pass, z.Steady[listName].Pass))
@@ -303,12 +320,12 @@ func (sum *summary) tables() string {
 		p("\nPeak RSS: of the cold process, and of the processes that keep the cluster in sync (resyncd: the `resyncd run`\n")
 		p("of the steady and drift passes; controller-runtime: its restarts; the highest in each repetition):\n\n")
 		p("| contender | cold, MiB | in sync, MiB | in sync, against controller-runtime |\n|---|---|---|---|\n")
-		for _, c := range []string{resyncdName, resyncdServerName, crName, floorName, listName} {
+		for _, c := range []string{resyncdName, resyncdServerName, resyncdGraphName, crName, floorName, listName} {
 			p("| %s | %s | %s | %s |\n", labels[c], spread(mib(z.ColdRSS[c]), "%.0f"), spread(mib(z.SyncRSS[c]), "%.0f"), times(z.SyncRSS[c], z.SyncRSS[crName]))
 		}
 		p("\nDrift: %s of the children changed by another writer (Deployments scaled, Services' targetPort changed), then one run:\n\n", pct(sum.res.Drift))
 		p("| contender | drifted | child writes | status writes | left drifted | writes in the pass after |\n|---|---|---|---|---|---|\n")
-		for _, c := range []string{resyncdName, resyncdServerName, crName} {
+		for _, c := range []string{resyncdName, resyncdServerName, resyncdGraphName, crName} {
 			d := z.Drift[c]
 			p("| %s | %s | %s | %s | %s | %s |\n", labels[c], num(d.Drifted, "%.0f"), spread(d.ChildWrites, "%.0f"), spread(d.StatusWrites, "%.0f"),
 				spread(d.StillDrifted, "%.0f"), spread(d.AgainWrites, "%.0f"))

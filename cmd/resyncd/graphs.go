@@ -5,11 +5,11 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/resyncd/resyncd/actual"
 	"github.com/resyncd/resyncd/config"
 	"github.com/resyncd/resyncd/desired"
 	"github.com/resyncd/resyncd/desired/graph"
@@ -33,7 +33,7 @@ func celOptions(c config.CEL) graph.Options {
 func renderers(cfg *config.Config, disc discovery.DiscoveryInterface) (desired.Registry, error) {
 	reg := desired.DefaultRegistry()
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
-	schemas := &resolver.ClientDiscoveryResolver{Discovery: disc}
+	schemas := actual.NewSchemas(disc)
 	var errs []error
 	for i, r := range cfg.Resources {
 		if r.Graph == "" {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
@@ -31,9 +32,11 @@ type expr struct {
 	// paths are, for each variable it reads, the field paths it reads; an
 	// empty path stands for the whole object.
 	paths map[string][][]string
-	// programs run it under cost limits that halve from the budget down;
-	// see (*meter).program.
-	programs []cel.Program
+	// programs run it under cost limits that halve from the budget down
+	// (see meter.eval); the first is planned when the graph is compiled,
+	// the others when a parent's evaluation first needs them, since a
+	// program takes about 100 KB.
+	programs []*program
 	// estimate is the worst case the checker computed; zero when no
 	// schema bounds the sizes it reads.
 	estimate checker.CostEstimate
@@ -139,17 +142,32 @@ func (c *compiler) compile(e *expr) bool {
 		}
 	}
 	for limit := c.budget; ; limit /= 2 {
-		p, err := c.env.Program(a, programOptions(limit)...)
-		if err != nil {
-			c.ps.add(e.line, e.where, "${%s}: %v", e.src, err)
-			return false
-		}
-		e.programs = append(e.programs, p)
+		e.programs = append(e.programs, &program{env: c.env, ast: a, limit: limit})
 		if limit/2 < minLimit {
 			break
 		}
 	}
+	if _, err := e.programs[0].get(); err != nil {
+		c.ps.add(e.line, e.where, "${%s}: %v", e.src, err)
+		return false
+	}
 	return true
+}
+
+// program is an expression's program under one cost limit, planned once,
+// when first used.
+type program struct {
+	env   *cel.Env
+	ast   *cel.Ast
+	limit uint64
+	once  sync.Once
+	prg   cel.Program
+	err   error
+}
+
+func (p *program) get() (cel.Program, error) {
+	p.once.Do(func() { p.prg, p.err = p.env.Program(p.ast, programOptions(p.limit)...) })
+	return p.prg, p.err
 }
 
 // expect reports e if its type cannot be what the place it fills needs:

@@ -232,16 +232,19 @@ type meter struct {
 
 func (m *meter) eval(e *expr, vars map[string]any) (ref.Val, error) {
 	left := m.budget - min(m.spent, m.budget)
-	limit := m.budget
 	i := 0
-	for limit > left && i < len(e.programs)-1 {
-		limit /= 2
+	for e.programs[i].limit > left && i < len(e.programs)-1 {
 		i++
 	}
+	limit := e.programs[i].limit
 	if limit > left {
 		return nil, errCostExceeded
 	}
-	out, det, err := e.programs[i].Eval(vars)
+	prg, err := e.programs[i].get()
+	if err != nil {
+		return nil, err
+	}
+	out, det, err := prg.Eval(vars)
 	if det != nil {
 		if c := det.ActualCost(); c != nil {
 			m.spent += *c
