@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -58,7 +59,8 @@ func (r *Renderer) previous(parent *unstructured.Unstructured) map[string]any {
 }
 
 func readinessOf(err error) desired.Readiness {
-	if ie, ok := err.(*desired.InvalidError); ok {
+	var ie *desired.InvalidError
+	if errors.As(err, &ie) {
 		return desired.Readiness{Reason: ie.Reason, Message: ie.Error()}
 	}
 	return desired.Readiness{Reason: "EvaluationFailed", Message: err.Error()}

@@ -37,16 +37,16 @@ func native(v ref.Val) (any, error) {
 	case types.Timestamp:
 		return x.Time.UTC().Format(time.RFC3339), nil
 	case types.Duration:
-		return x.Duration.String(), nil
+		return x.String(), nil
 	case *types.Optional:
 		if !x.HasValue() {
 			return omit{}, nil
 		}
 		return native(x.GetValue())
 	case apiservercel.Quantity:
-		return x.Quantity.String(), nil
+		return x.String(), nil
 	case apiservercel.URL:
-		return x.URL.String(), nil
+		return x.String(), nil
 	}
 	// A value read from an object as it is: copied, so that the child
 	// never shares maps with the parent or a live object.
