@@ -217,18 +217,49 @@ func orchestrate(args []string) error {
 
 // runAll measures every contender at every size: cold convergence -reps
 // times (once above -cold-reps-up-to, where it takes minutes), then, on the
-// cluster it converged, -reps rounds of steady pass and drift.
+// cluster it converged, -reps rounds of steady pass and drift. Repeated
+// cold runs go round by round, each round starting one contender later:
+// the server slows as a bench goes on (its etcd's history grows), and a
+// contender measured after the others would seem slower than it is.
 func (b *bench) runAll(ctx context.Context, res *Results, sizes []int, reps int, drift float64) error {
-	for _, n := range sizes {
-		colds := reps
-		if n > b.coldMax {
-			colds = 1
+	var cs []contender
+	for _, c := range contenders() {
+		if b.only == nil || b.only[c.Name] {
+			cs = append(cs, c)
 		}
-		for _, c := range contenders() {
-			if b.only != nil && !b.only[c.Name] {
+	}
+	for _, n := range sizes {
+		if n > b.coldMax {
+			for _, c := range cs {
+				samples, err := b.measure(ctx, c, n, 1, reps, drift)
+				res.Samples = append(res.Samples, samples...)
+				if err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		for rep := 1; rep <= reps; rep++ {
+			for i := range cs {
+				c := cs[(i+rep-1)%len(cs)]
+				s, err := b.cold(ctx, c, n, rep, reps)
+				if s != nil {
+					res.Samples = append(res.Samples, s)
+				}
+				if err != nil {
+					return err
+				}
+			}
+		}
+		for _, c := range cs {
+			if !c.Repeats {
 				continue
 			}
-			samples, err := b.measure(ctx, c, n, colds, reps, drift)
+			// Converged by this contender again, unmeasured.
+			if _, err := b.cold(ctx, c, n, 0, reps); err != nil {
+				return err
+			}
+			samples, err := b.repeats(ctx, c, n, reps, drift)
 			res.Samples = append(res.Samples, samples...)
 			if err != nil {
 				return err
@@ -338,35 +369,67 @@ func setUp(work, resyncdBin string) (*bench, error) {
 }
 
 // measure runs c from cold colds times, and, if it repeats, reps times on
-// the converged cluster, then after drift: as passes of one `resyncd run`
-// for resyncd, as restarts for controller-runtime.
+// the converged cluster, then after drift.
 func (b *bench) measure(ctx context.Context, c contender, n, colds, reps int, fraction float64) ([]*Sample, error) {
 	var out []*Sample
-	run := func(c contender, rep int, phase string) (*Sample, error) {
-		s, err := b.run(ctx, c, n, rep, phase)
-		out = append(out, s)
-		return s, err
-	}
 	for rep := 1; rep <= colds; rep++ {
-		fmt.Fprintf(os.Stderr, "bench: N=%d %s: cold %d/%d\n", n, c.Name, rep, colds)
-		if err := b.cl.reset(ctx, n); err != nil {
-			return out, err
+		s, err := b.cold(ctx, c, n, rep, colds)
+		if s != nil {
+			out = append(out, s)
 		}
-		s, err := run(c, rep, "cold")
 		if err != nil {
 			return out, err
 		}
-		if err := b.cl.converged(ctx, n, c.ManagedBy); err != nil {
-			s.Error = err.Error()
+		if s.Error != "" {
 			return out, nil
 		}
 	}
 	if !c.Repeats {
 		return out, nil
 	}
+	samples, err := b.repeats(ctx, c, n, reps, fraction)
+	return append(out, samples...), err
+}
+
+// cold resets the cluster to N new parents and runs c until it converged
+// them; rep 0 is a run to converge the cluster, not a sample.
+func (b *bench) cold(ctx context.Context, c contender, n, rep, of int) (*Sample, error) {
+	what := fmt.Sprintf("cold %d/%d", rep, of)
+	if rep == 0 {
+		what = "converging, unmeasured"
+	}
+	fmt.Fprintf(os.Stderr, "bench: N=%d %s: %s\n", n, c.Name, what)
+	if err := b.cl.reset(ctx, n); err != nil {
+		return nil, err
+	}
+	s, err := b.run(ctx, c, n, rep, "cold")
+	if err != nil {
+		return s, err
+	}
+	if err := b.cl.converged(ctx, n, c.ManagedBy); err != nil {
+		s.Error = err.Error()
+	}
+	if rep == 0 {
+		if s.Error != "" {
+			return nil, fmt.Errorf("%s did not converge: %s", c.Name, s.Error)
+		}
+		return nil, nil
+	}
+	return s, nil
+}
+
+// repeats measures c reps times on the cluster it converged, then after
+// drift: as passes of one `resyncd run` for resyncd, as restarts for
+// controller-runtime.
+func (b *bench) repeats(ctx context.Context, c contender, n, reps int, fraction float64) ([]*Sample, error) {
 	if c.Config != "" {
-		samples, err := b.passes(ctx, c, n, reps, fraction)
-		return append(out, samples...), err
+		return b.passes(ctx, c, n, reps, fraction)
+	}
+	var out []*Sample
+	run := func(c contender, rep int, phase string) (*Sample, error) {
+		s, err := b.run(ctx, c, n, rep, phase)
+		out = append(out, s)
+		return s, err
 	}
 	for rep := 1; rep <= reps; rep++ {
 		fmt.Fprintf(os.Stderr, "bench: N=%d %s: steady and drift %d/%d\n", n, c.Name, rep, reps)

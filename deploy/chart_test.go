@@ -28,11 +28,16 @@ const (
 var valueSets = map[string]map[string]any{
 	"default": {},
 	"ha":      {"replicaCount": 2},
-	"second-resource": {"config": map[string]any{"resources": []any{
-		map[string]any{"group": "resyncd.io", "version": "v1alpha1", "resource": "httpservices", "renderer": "httpservice", "namespaces": []any{"shop"}},
-		map[string]any{"group": "resyncd.io", "version": "v1alpha1", "resource": "httpservices", "renderer": "httpservice",
-			"namespaces": []any{"blog"}, "mode": "warn", "interval": "2m"},
-	}}},
+	// The second resource renders HttpServices with the graph that
+	// declares them (testdata/graphs), mounted from the values.
+	"second-resource": {
+		"graphs": map[string]any{"httpservice.yaml": readYAML("../testdata/graphs/httpservice.yaml")},
+		"config": map[string]any{"resources": []any{
+			map[string]any{"group": "resyncd.io", "version": "v1alpha1", "resource": "httpservices", "renderer": "httpservice", "namespaces": []any{"shop"}},
+			map[string]any{"group": "resyncd.io", "version": "v1alpha1", "resource": "httpservices", "graph": "httpservice.yaml",
+				"namespaces": []any{"blog"}, "mode": "warn", "interval": "2m"},
+		}},
+	},
 	"monitoring": {
 		"metrics":   map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}}},
 		"dashboard": map[string]any{"enabled": true},

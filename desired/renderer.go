@@ -121,8 +121,9 @@ type ChildType struct {
 	Kind string
 	// Keep lists the fields of the live objects, as dotted paths such as
 	// "status" or "spec.replicas", that Render and Status read through
-	// Child.Object; the engine keeps those and metadata, and drops the rest.
-	// Empty: Child.Object stays nil.
+	// Child.Object; the engine keeps those, apiVersion, kind, name and
+	// namespace, and drops the rest. "" keeps the whole object. Empty:
+	// Child.Object stays nil.
 	Keep []string
 }
 
@@ -178,8 +179,8 @@ type Child struct {
 	Generation int64
 	// Status is the child's .status as the API server returned it.
 	Status map[string]any
-	// Object is the live object reduced to metadata and the fields its
-	// ChildType keeps; nil when it keeps none.
+	// Object is the live object reduced to the fields its ChildType keeps;
+	// nil when it keeps none.
 	Object map[string]any
 }
 

@@ -88,6 +88,8 @@ type resourceState struct {
 	// parentGVK is the kind of the parents, learnt from the first parent
 	// LISTed, or from the LIST's kind when there is none.
 	parentGVK schema.GroupVersionKind
+	// keepers keep what the renderer reads of the children of each kind.
+	keepers map[schema.GroupVersionResource]*keeper
 }
 
 // driftRecord is how long a child has been found drifted, pass after pass.
@@ -251,6 +253,10 @@ func newEngine(cfg Settings, reader pageReader, writer objectWriter, opts Option
 		rs := &resourceState{
 			cfg: r, name: r.Name(), gvr: gvr, renderer: rd, selector: sel,
 			noops: map[noopKey]bool{}, drift: map[childKey]driftRecord{}, memo: map[memoKey]memoEntry{}, idle: map[memoKey][]syncedChild{}, now: make(chan struct{}, 1),
+			keepers: map[schema.GroupVersionResource]*keeper{},
+		}
+		for _, ct := range rd.ChildTypes() {
+			rs.keepers[ct.GVR] = newKeeper(ct)
 		}
 		e.resources = append(e.resources, rs)
 		e.metrics.initialize(rs)

@@ -257,11 +257,8 @@ func (e *Engine) settle(r *run, j *job, o *op, result *unstructured.Unstructured
 // refresh replaces what the job knows of a child with the write's result.
 func (e *Engine) refresh(rs *resourceState, j *job, o *op, result *unstructured.Unstructured) {
 	c := &liveChild{key: o.key, gvr: o.gvr, uid: result.GetUID(), resourceVersion: result.GetResourceVersion(), generation: result.GetGeneration()}
-	for _, ct := range rs.renderer.ChildTypes() {
-		if ct.GVR == o.gvr {
-			c.kept = reduce(result.Object, ct.Keep)
-		}
-	}
+	c.keeper = rs.keepers[o.gvr]
+	c.kept = c.keeper.pick(result.Object)
 	if st, ok := result.Object["status"].(map[string]any); ok {
 		c.status = st
 	}

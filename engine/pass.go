@@ -206,7 +206,8 @@ func (e *Engine) readChildren(ctx context.Context, rs *resourceState) (map[child
 			if err != nil {
 				return err
 			}
-			c.kept = reduce(u.Object, ct.Keep)
+			c.keeper = rs.keepers[ct.GVR]
+			c.kept = c.keeper.pick(u.Object)
 			children[c.key] = c
 			return nil
 		})

@@ -74,9 +74,10 @@ type liveChild struct {
 	// object is the whole live object, kept only for `resyncd diff`.
 	object *unstructured.Unstructured
 	status map[string]any
-	// kept is the object reduced to the fields its renderer reads
+	// keeper and kept are the fields its renderer reads
 	// (desired.ChildType.Keep); nil when it reads none.
-	kept map[string]any
+	keeper *keeper
+	kept   []any
 }
 
 // controlledBy says whether a parent of kind gvk controls c.
@@ -85,7 +86,7 @@ func (c *liveChild) controlledBy(gvk schema.GroupVersionKind) bool {
 }
 
 func (c *liveChild) summary() desired.Child {
-	return desired.Child{Kind: c.key.Kind, Name: c.key.Name, Generation: c.generation, Status: c.status, Object: c.kept}
+	return desired.Child{Kind: c.key.Kind, Name: c.key.Name, Generation: c.generation, Status: c.status, Object: c.keeper.object(c.key, c.kept)}
 }
 
 // summaries are what a renderer is given of cs.
@@ -97,52 +98,96 @@ func summaries(cs []*liveChild) []desired.Child {
 	return out
 }
 
-// reduce keeps of obj its apiVersion, kind, metadata without managedFields,
-// and the fields at paths; nil when paths is empty.
-func reduce(obj map[string]any, paths []string) map[string]any {
-	if len(paths) == 0 {
-		return nil
-	}
-	out := map[string]any{"apiVersion": obj["apiVersion"], "kind": obj["kind"]}
-	whole := slices.Contains(paths, "")
-	if whole {
-		out = maps.Clone(obj)
-	}
-	if md, ok := obj["metadata"].(map[string]any); ok {
-		md = maps.Clone(md)
-		delete(md, "managedFields")
-		out["metadata"] = md
-	}
-	if whole {
-		return out
-	}
-	for _, p := range paths {
-		copyPath(obj, out, strings.Split(p, "."))
-	}
-	return out
+// keeper keeps, of the live children of one kind, the fields their
+// renderer reads (desired.ChildType.Keep): a child holds the values at
+// those paths, sharing them with the decoded object, and is made an object
+// again only when a renderer is given it, which an idle parent never is.
+type keeper struct {
+	apiVersion, kind string
+	whole            bool       // Keep has "": the whole object
+	paths            [][]string // the others, split
 }
 
-// copyPath copies the value at path from src to dst, making the maps on
-// the way.
-func copyPath(src, dst map[string]any, path []string) {
-	v, ok := src[path[0]]
-	if !ok {
-		return
+// newKeeper returns the keeper of ct, nil when it keeps nothing.
+func newKeeper(ct desired.ChildType) *keeper {
+	if len(ct.Keep) == 0 {
+		return nil
 	}
-	if len(path) == 1 {
-		dst[path[0]] = v
-		return
+	k := &keeper{apiVersion: ct.GVR.GroupVersion().String(), kind: ct.Kind, whole: slices.Contains(ct.Keep, "")}
+	for _, p := range ct.Keep {
+		if p != "" {
+			k.paths = append(k.paths, strings.Split(p, "."))
+		}
 	}
-	next, ok := v.(map[string]any)
-	if !ok {
-		return
+	return k
+}
+
+// absent stands for a path the object does not have.
+type absent struct{}
+
+// pick returns the values of obj at k's paths, or, for the whole object,
+// obj without its managedFields.
+func (k *keeper) pick(obj map[string]any) []any {
+	if k == nil {
+		return nil
 	}
-	d, ok := dst[path[0]].(map[string]any)
-	if !ok {
-		d = map[string]any{}
-		dst[path[0]] = d
+	if k.whole {
+		out := maps.Clone(obj)
+		if md, ok := obj["metadata"].(map[string]any); ok {
+			md = maps.Clone(md)
+			delete(md, "managedFields")
+			out["metadata"] = md
+		}
+		return []any{out}
 	}
-	copyPath(next, d, path[1:])
+	values := make([]any, len(k.paths))
+	for i, p := range k.paths {
+		values[i] = valueAt(obj, p)
+	}
+	return values
+}
+
+func valueAt(obj map[string]any, path []string) any {
+	var v any = obj
+	for _, f := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return absent{}
+		}
+		if v, ok = m[f]; !ok {
+			return absent{}
+		}
+	}
+	return v
+}
+
+// object makes the child's kept values an object again: apiVersion, kind,
+// name and namespace, and the values at their paths.
+func (k *keeper) object(key childKey, values []any) map[string]any {
+	if k == nil || values == nil {
+		return nil
+	}
+	if k.whole {
+		return values[0].(map[string]any)
+	}
+	out := map[string]any{"apiVersion": k.apiVersion, "kind": k.kind,
+		"metadata": map[string]any{"name": key.Name, "namespace": key.Namespace}}
+	for i, p := range k.paths {
+		if _, skip := values[i].(absent); skip {
+			continue
+		}
+		m := out
+		for _, f := range p[:len(p)-1] {
+			next, ok := m[f].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				m[f] = next
+			}
+			m = next
+		}
+		m[p[len(p)-1]] = values[i]
+	}
+	return out
 }
 
 // reduceChild keeps what the diff and the status need of a LISTed child.

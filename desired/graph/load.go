@@ -315,7 +315,7 @@ func order(f *file, ps *problems) ([]*resource, error) {
 
 // readinessKeep are the fields the kstatus-style readiness of a child
 // without readyWhen reads.
-var readinessKeep = []string{"status", "spec.replicas", "spec.type", "spec.updateStrategy"}
+var readinessKeep = []string{"metadata.generation", "status", "spec.replicas", "spec.type", "spec.updateStrategy"}
 
 // childTypes lists the kinds of the resources, each once, in apply order,
 // with the fields of their live objects that expressions and readiness
