@@ -54,13 +54,11 @@ type Options struct {
 // desired.Renderer.
 type Renderer struct {
 	name   string
-	path   string
 	budget uint64
 	// resources are in apply order: a resource after those it refers to.
 	resources  []*resource
 	status     *tmpl
 	childTypes []desired.ChildType
-	typed      bool
 }
 
 var _ desired.Renderer = (*Renderer)(nil)
@@ -88,7 +86,7 @@ func Parse(path string, data []byte, opts Options) (*Renderer, error) {
 	if f == nil {
 		return nil, ps.err()
 	}
-	r := &Renderer{name: f.name, path: path, budget: opts.CostBudget, status: f.status, typed: opts.Schemas != nil}
+	r := &Renderer{name: f.name, budget: opts.CostBudget, status: f.status}
 	types, err := resolveTypes(f, opts, ps)
 	if err != nil {
 		return nil, err

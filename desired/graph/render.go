@@ -25,10 +25,6 @@ func (r *Renderer) ChildTypes() []desired.ChildType { return r.childTypes }
 // Name is the graph's metadata.name.
 func (r *Renderer) Name() string { return r.name }
 
-// Typed says whether the expressions were type-checked against the API
-// server's schemas and their costs estimated.
-func (r *Renderer) Typed() bool { return r.typed }
-
 // Policy implements desired.Renderer: spec.priority and spec.paused, when
 // the parent kind has them, as for HttpService.
 func (r *Renderer) Policy(parent *unstructured.Unstructured) desired.Policy {
@@ -118,7 +114,7 @@ func (ev *evaluation) resolve(res *resource, whole bool) (*unstructured.Unstruct
 	}
 	value := runtime.DeepCopyJSONValue(res.template.value).(map[string]any)
 	for _, s := range res.template.slots {
-		if !whole && pathString(s.path) != "metadata.name" {
+		if !whole && !s.name {
 			continue
 		}
 		v, dep, err := ev.fill(s)
