@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
 	"github.com/resyncd/resyncd/internal/fixture"
 )
 
@@ -113,5 +116,53 @@ spec: {image: nginx, replicas: 2, port: 8080, expose: true, config: [{name: A, v
 	}
 	if strings.Contains(out, "kind: Deployment") {
 		t.Errorf("the Deployment is rendered with no live ConfigMap:\n%s", out)
+	}
+}
+
+// installWebAppsAs installs WebApp's CRD under group, as a team would its
+// own kind, without waiting for its schema; it returns a configuration
+// watching it with the example graph, and the kubeconfig.
+func installWebAppsAs(t *testing.T, group string) (string, string) {
+	t.Helper()
+	crd := strings.ReplaceAll(readFile(t, "../../testdata/crds/example.resyncd.io_webapps.yaml"), "example.resyncd.io", group)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "crd.yaml"), []byte(crd), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{dir}}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, kc := graphFiles(t, readFile(t, "../../docs/examples/webapp.yaml"), "")
+	text := strings.Replace(readFile(t, cfg), "group: example.resyncd.io", "group: "+group, 1)
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, kc
+}
+
+// TestValidateWaitsForSchema: right after a kind's CRD is installed the
+// API server serves it but has not published its schema yet; a start then
+// waits for the schema rather than failing.
+func TestValidateWaitsForSchema(t *testing.T) {
+	cfg, kc := installWebAppsAs(t, "late.resyncd.io")
+	paths, err := discovery.NewDiscoveryClientForConfigOrDie(env.Config).OpenAPIV3().Paths()
+	if _, published := paths["apis/late.resyncd.io/v1alpha1"]; err == nil && published {
+		t.Skip("the schema was published at once: nothing to wait for")
+	}
+	if out, code := resyncd(t, "validate", "--config", cfg, "--kubeconfig", kc); code != 0 {
+		t.Errorf("exit %d, output:\n%s", code, out)
+	}
+}
+
+// TestValidateParentKindTooLong: a kind whose name and group do not fit
+// the resyncd.io/parent-kind label is refused at start, with the key.
+func TestValidateParentKindTooLong(t *testing.T) {
+	group := "a-group-long-enough-that-no-label-value-can-hold-it.example.resyncd.io"
+	cfg, kc := installWebAppsAs(t, group)
+	out, code := resyncd(t, "validate", "--config", cfg, "--kubeconfig", kc)
+	want := "config.yaml:2: resources[0]: webapps.v1alpha1." + group + " cannot be a parent kind: its children's label resyncd.io/parent-kind=WebApp." +
+		group + " would have 77 characters, a label value at most 63"
+	if code != 1 || !strings.Contains(out, want) {
+		t.Errorf("exit %d, output:\n%s\nwant: %s", code, out, want)
 	}
 }

@@ -3,8 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
@@ -40,9 +43,15 @@ func renderers(cfg *config.Config, disc discovery.DiscoveryInterface) (desired.R
 			continue
 		}
 		gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
+		key := fmt.Sprintf("resources[%d]", i)
 		gvk, err := mapper.KindFor(gvr)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: resources[%d]: the kind of %s: %w", cfg.Where(fmt.Sprintf("resources[%d]", i)), i, r.Name(), err))
+			errs = append(errs, fmt.Errorf("%s: %s: the kind of %s: %w", cfg.Where(key), key, r.Name(), err))
+			continue
+		}
+		if pk := desired.ParentKind(gvk.GroupKind()); len(pk) > validation.LabelValueMaxLength {
+			errs = append(errs, fmt.Errorf("%s: %s: %s cannot be a parent kind: its children's label %s=%s would have %d characters, a label value at most %d",
+				cfg.Where(key), key, r.Name(), desired.LabelParentKind, pk, len(pk), validation.LabelValueMaxLength))
 			continue
 		}
 		opts := celOptions(cfg.CEL)
@@ -54,7 +63,7 @@ func renderers(cfg *config.Config, disc discovery.DiscoveryInterface) (desired.R
 			}
 			return m.Resource, nil
 		}
-		g, err := graph.Load(r.GraphPath(), opts)
+		g, err := loadWhenPublished(r.GraphPath(), opts)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -62,4 +71,22 @@ func renderers(cfg *config.Config, disc discovery.DiscoveryInterface) (desired.R
 		reg[r.RendererKey()] = g
 	}
 	return reg, errors.Join(errs...)
+}
+
+// schemaWait is how long a start waits for the API server to publish the
+// schema of a kind whose CustomResourceDefinition was just installed (a
+// Helm release that installs the CRD and resyncd together).
+const schemaWait = 30 * time.Second
+
+// loadWhenPublished loads a graph, waiting up to schemaWait while the
+// parent kind's schema is not published yet.
+func loadWhenPublished(path string, opts graph.Options) (*graph.Renderer, error) {
+	deadline := time.Now().Add(schemaWait)
+	for {
+		g, err := graph.Load(path, opts)
+		if !errors.Is(err, resolver.ErrSchemaNotFound) || time.Now().After(deadline) {
+			return g, err
+		}
+		time.Sleep(time.Second)
+	}
 }
