@@ -67,7 +67,8 @@ func (c *Config) Where(key string) string {
 
 // Apply bounds the writes of a pass.
 type Apply struct {
-	// Concurrency is the number of writes in flight at once.
+	// Concurrency is the number of jobs (parents) written at once, over
+	// every watched resource.
 	Concurrency int `mapstructure:"concurrency"`
 	// BatchSize is the number of writes taken from the queue at a time.
 	BatchSize int `mapstructure:"batchSize"`
@@ -75,8 +76,9 @@ type Apply struct {
 	QPS float64 `mapstructure:"qps"`
 	// Burst is the number of writes allowed above QPS at once.
 	Burst int `mapstructure:"burst"`
-	// MaxWritesPerPass is the write budget of a pass; the rest waits for the
-	// next pass, highest priority first.
+	// MaxWritesPerPass is the write budget of a pass, shared by the passes
+	// of several resources whose writes wait at once; the rest waits for
+	// the next pass, highest priority first.
 	MaxWritesPerPass int `mapstructure:"maxWritesPerPass"`
 }
 
@@ -162,9 +164,9 @@ type Resource struct {
 	Mode Mode `mapstructure:"mode"`
 	// Prune deletes children whose parent is gone.
 	Prune bool `mapstructure:"prune"`
-	// Priority is validated and kept for the write scheduler that will
-	// order the writes of several resources of one cluster; it orders
-	// nothing yet, since each resource has its own loop and writers.
+	// Priority orders this resource's writes against those of the other
+	// watched resources when they wait at once: higher first, before the
+	// parents' own priority.
 	Priority int32 `mapstructure:"priority"`
 
 	graphPath string

@@ -72,3 +72,42 @@ func TestBudgetAndPriority(t *testing.T) {
 		t.Errorf("parents without status: %v", missing)
 	}
 }
+
+// TestResourcePriority: two watched resources with writes waiting at once
+// share one budget, and the one of the higher priority has it first,
+// though the configuration lists it second; the other's writes wait for
+// the next pass. The default 8 workers take jobs in priority order.
+func TestResourcePriority(t *testing.T) {
+	cfg := testConfig("prio-low")
+	cfg.Resources = append(cfg.Resources, cfg.Resources[0])
+	cfg.Resources[1].Namespaces, cfg.Resources[1].Priority = []string{"prio-high"}, 10
+	cfg.Apply.MaxWritesPerPass = 12
+	h := newHarness(t, cfg)
+	for _, ns := range []string{"prio-low", "prio-high"} {
+		h.namespace(ns)
+		for i := range 10 {
+			h.createParent(ns, fmt.Sprintf("p%d", i), map[string]any{"image": "nginx", "port": int64(80)})
+		}
+	}
+	rep, err := h.engine.SyncOnce(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	low, high := rep.Resources[0], rep.Resources[1]
+	children := func(ns string) int { return len(h.list(deployments, ns)) + len(h.list(services, ns)) }
+	if n := children("prio-low"); n != 0 || low.Deferred != 30 {
+		t.Errorf("the lower priority's pass wrote %d children, deferred %d; want 0 and all 30 writes", n, low.Deferred)
+	}
+	if n := children("prio-high"); n == 0 || high.Created+high.Statuses != 12 {
+		t.Errorf("the higher priority's pass: %d children, %d created, %d statuses; want the budget of 12 writes", n, high.Created, high.Statuses)
+	}
+	for pass := 2; pass <= 6 && (low.Deferred > 0 || high.Deferred > 0); pass++ {
+		if rep, err = h.engine.SyncOnce(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		low, high = rep.Resources[0], rep.Resources[1]
+	}
+	if n := children("prio-low") + children("prio-high"); n != 40 {
+		t.Errorf("%d children after the budget let every write through, want 40", n)
+	}
+}

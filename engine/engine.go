@@ -38,6 +38,8 @@ type Engine struct {
 	readOnly  bool
 	// passTimeout is Options.PassTimeout.
 	passTimeout time.Duration
+	// sched makes the writes of every resource's passes.
+	sched *scheduler
 	// keepFields keeps the owned fields of live children for Report.Drifts.
 	keepFields bool
 	resources  []*resourceState
@@ -233,6 +235,7 @@ func newEngine(cfg Settings, reader pageReader, writer objectWriter, opts Option
 		events:      opts.Events,
 		readOnly:    opts.ReadOnly,
 		passTimeout: opts.PassTimeout,
+		sched:       newScheduler(cfg.Apply.Concurrency, cfg.Apply.MaxWritesPerPass),
 	}
 	if e.now == nil {
 		e.now = time.Now
@@ -264,17 +267,19 @@ func newEngine(cfg Settings, reader pageReader, writer objectWriter, opts Option
 	return e, nil
 }
 
-// SyncOnce runs one pass over every watched resource, in order, and
-// returns what each did. An error of one resource does not stop the others.
+// SyncOnce runs one pass over every watched resource and returns what
+// each did, in the configuration's order. The passes run at once, and
+// their writes wait until every pass is planned, so that the scheduler
+// orders all of them by priority. An error of one resource does not stop
+// the others.
 func (e *Engine) SyncOnce(ctx context.Context) (Report, error) {
-	var rep Report
-	var errs []error
+	rep := Report{Resources: make([]ResourceReport, len(e.resources))}
+	errs := make([]error, len(e.resources))
+	e.sched.hold(len(e.resources))
+	var wg sync.WaitGroup
 	for i := range e.resources {
-		r, err := e.SyncResource(ctx, i)
-		rep.Resources = append(rep.Resources, r)
-		if err != nil {
-			errs = append(errs, err)
-		}
+		wg.Go(func() { rep.Resources[i], errs[i] = e.SyncResource(ctx, i) })
 	}
+	wg.Wait()
 	return rep, errors.Join(errs...)
 }

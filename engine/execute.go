@@ -28,28 +28,37 @@ const maxLoggedErrors = 5
 // the pass: about 3 s in all, then the write waits for the next pass.
 var transientBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 5, Cap: 2 * time.Second}
 
-// run is the state of one execution: the budget and the report, shared by
-// the workers.
+// run is the state of one pass's execution: its contexts, its share of
+// the scheduler's budget, its report, and what the scheduler keeps of it.
 type run struct {
-	rs     *resourceState
-	budget atomic.Int64
-	mu     sync.Mutex
-	rep    *ResourceReport
-	logged int
+	e  *Engine
+	rs *resourceState
+	// ctx ends when the pass stops: no new batch of its jobs starts;
+	// inFlight, the context of the writes, ends only at its deadline, so
+	// that the batch in flight finishes.
+	ctx, inFlight context.Context
+	budget        *atomic.Int64
+	mu            sync.Mutex
+	rep           *ResourceReport
+	logged        int
+	// started is the batch of the pass's last job taken; waiting counts
+	// its jobs queued or running; dropped are those never started. The
+	// scheduler's lock guards the three.
+	started, waiting int
+	dropped          []*job
 }
 
-// execute runs the jobs in order with apply.concurrency workers, each
-// taking the next job as soon as it is free. The jobs form batches of about
-// apply.batchSize writes: once ctx ends, no new batch starts, and the batch
-// in flight finishes, so no parent is left half-written.
+// execute makes the pass's writes through the engine's scheduler, with
+// those of other passes running at the same time. The jobs form batches
+// of about apply.batchSize writes: once ctx ends, no new batch starts, and
+// the batch in flight finishes, so no parent is left half-written.
 func (e *Engine) execute(ctx context.Context, rs *resourceState, jobs []*job, rep *ResourceReport) error {
-	r := &run{rs: rs, rep: rep}
-	r.budget.Store(int64(e.cfg.Apply.MaxWritesPerPass))
+	r := &run{e: e, rs: rs, rep: rep, ctx: ctx}
 	// The batch in flight outlives a stop, not the pass's deadline.
-	inFlight := context.WithoutCancel(ctx)
+	r.inFlight = context.WithoutCancel(ctx)
 	if deadline, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
-		inFlight, cancel = context.WithDeadline(inFlight, deadline)
+		r.inFlight, cancel = context.WithDeadline(r.inFlight, deadline)
 		defer cancel()
 	}
 	batch := make([]int, len(jobs))
@@ -63,27 +72,7 @@ func (e *Engine) execute(ctx context.Context, rs *resourceState, jobs []*job, re
 		}
 		writes += len(jobs[i].ops) + len(jobs[i].prunes) + 1
 	}
-	var mu sync.Mutex
-	next := 0
-	take := func() *job {
-		mu.Lock()
-		defer mu.Unlock()
-		if next == len(jobs) || (ctx.Err() != nil && (next == 0 || batch[next] != batch[next-1])) {
-			return nil
-		}
-		next++
-		return jobs[next-1]
-	}
-	var wg sync.WaitGroup
-	for range min(e.cfg.Apply.Concurrency, len(jobs)) {
-		wg.Go(func() {
-			for j := take(); j != nil; j = take() {
-				e.runJob(inFlight, r, j)
-			}
-		})
-	}
-	wg.Wait()
-	for _, j := range jobs[next:] {
+	for _, j := range e.sched.execute(r, jobs, batch) {
 		rep.Deferred += len(j.ops) + len(j.prunes)
 	}
 	return ctx.Err()

@@ -129,6 +129,7 @@ func (e *Engine) SyncResource(ctx context.Context, i int) (ResourceReport, error
 	start := e.now()
 	rep := ResourceReport{Resource: rs.name}
 	if rs.cfg.Mode == config.ModeOff {
+		e.sched.arrive()
 		return rep, nil
 	}
 	err := e.pass(ctx, rs, &rep)
@@ -147,6 +148,7 @@ func (e *Engine) pass(ctx context.Context, rs *resourceState, rep *ResourceRepor
 	defer rs.end()
 	jobs, err := e.planPass(ctx, rs, rep)
 	if err != nil || e.readOnly {
+		e.sched.arrive()
 		return err
 	}
 	return e.execute(ctx, rs, jobs, rep)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -221,7 +222,7 @@ func TestPruneParentGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &run{rs: rs, rep: &ResourceReport{}}
+	r := &run{rs: rs, rep: &ResourceReport{}, budget: new(atomic.Int64)}
 	r.budget.Store(10)
 	h.engine.write(t.Context(), r, &job{}, &op{kind: OpDelete, key: live.key, gvr: services, live: live})
 	got := h.mustGet(services, "prune", "stale")

@@ -67,7 +67,8 @@ func (widgetRenderer) Status(*unstructured.Unstructured, desired.Observation) (d
 }
 
 // TestTwoParentsOneChild: an HttpService and a Widget, two watched
-// resources, want the same Service. The first to create it keeps it; the
+// resources, want the same Service. The first to create it (the resource
+// of the higher priority) keeps it; the
 // other is Stalled with NameTaken, and nothing flips between passes. Once
 // the first parent is gone and resyncd has pruned its Service, the Widget
 // gets the name.
@@ -77,6 +78,11 @@ func TestTwoParentsOneChild(t *testing.T) {
 	}
 	ns := "two-parents"
 	cfg := testConfig(ns)
+	// The HttpServices' writes go first, and finish first: their resource's
+	// priority is the higher, one pass plans both resources before either
+	// writes, and one worker makes the writes.
+	cfg.Resources[0].Priority = 1
+	cfg.Apply.Concurrency = 1
 	w := config.DefaultResource()
 	w.Group, w.Version, w.Resource, w.Renderer, w.Namespaces = widgets.Group, widgets.Version, widgets.Resource, "widget", []string{ns}
 	cfg.Resources = append(cfg.Resources, w)
