@@ -1,11 +1,12 @@
 // Command devcluster runs a local cluster for `make run`: etcd,
 // kube-apiserver, kube-controller-manager, kube-scheduler and kwok with fake
 // nodes, all from bin/ (or only the first two with --cluster=false). It
-// writes a kubeconfig to a stable path, installs the HttpService CRD and the
-// samples, runs the given command against it with KUBECONFIG set, and on
-// Ctrl-C or the command's exit stops everything.
+// writes a kubeconfig to a stable path, installs the CRDs (HttpService's,
+// and the example WebApp's) and the samples, runs the given command
+// against it with KUBECONFIG set, and on Ctrl-C or the command's exit stops
+// everything.
 //
-//	devcluster [--dir DIR] [--samples DIR] [--cluster=false] [--nodes N] [-- COMMAND ARGS...]
+//	devcluster [--dir DIR] [--crds DIRS] [--samples DIR] [--cluster=false] [--nodes N] [-- COMMAND ARGS...]
 package main
 
 import (
@@ -17,6 +18,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/resyncd/resyncd/internal/testenv"
@@ -33,6 +35,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("devcluster", flag.ContinueOnError)
 	dir := fs.String("dir", ".run", "directory for the kubeconfig and the control plane's log")
 	samples := fs.String("samples", "testdata/samples", "directory of manifests to apply once the API server is up; empty: none")
+	crds := fs.String("crds", "deploy/crds,testdata/crds", "comma-separated directories of CustomResourceDefinitions to install")
 	cluster := fs.Bool("cluster", true, "also run kube-controller-manager, kube-scheduler and kwok, so that Deployments roll out")
 	nodes := fs.Int("nodes", 3, "fake nodes, with --cluster")
 	if err := fs.Parse(args); err != nil {
@@ -59,7 +62,7 @@ func run(args []string) error {
 		parts = fmt.Sprintf("etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok with %d fake nodes", *nodes)
 	}
 	fmt.Fprintf(os.Stderr, "devcluster: starting %s (log: %s)\n", parts, logPath)
-	env, err := testenv.Start(testenv.Options{Output: logFile, Cluster: *cluster, Nodes: *nodes})
+	env, err := testenv.Start(testenv.Options{Output: logFile, Cluster: *cluster, Nodes: *nodes, CRDDirs: strings.Split(*crds, ",")})
 	if err != nil {
 		return err
 	}
