@@ -78,10 +78,22 @@ type clients struct {
 func (g *globals) clients(cfg *config.Config) (*clients, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = g.kubeconfig
-	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-		&clientcmd.ConfigOverrides{CurrentContext: g.context}).ClientConfig()
+	load := func() (*rest.Config, error) {
+		return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+			&clientcmd.ConfigOverrides{CurrentContext: g.context}).ClientConfig()
+	}
+	rc, err := load()
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
+	}
+	if files := kubeconfigFiles(rules); len(files) > 0 {
+		// The credentials are the files', re-read when they change; the
+		// server's address is the one read now.
+		rt, err := newReloader(files, load)
+		if err != nil {
+			return nil, fmt.Errorf("load kubeconfig: %w", err)
+		}
+		rc = &rest.Config{Host: rc.Host, APIPath: rc.APIPath, Transport: rt}
 	}
 	rc.UserAgent = "resyncd/" + version
 	// A server that accepts connections and never answers (hung, or a
