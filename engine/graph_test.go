@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -70,7 +69,7 @@ func names(items []unstructured.Unstructured) []string {
 // prunes the Service.
 func TestGraphWebApp(t *testing.T) {
 	ns := "graph-webapp"
-	h := graphHarness(t, ns, filepath.Join(fixture.Repo(), "docs", "examples", "webapp.yaml"))
+	h := graphHarness(t, ns, "../docs/examples/webapp.yaml")
 	h.createWebApp(ns, "shop", map[string]any{"image": "nginx:1.27", "replicas": int64(2), "expose": true,
 		"config": []any{map[string]any{"name": "MODE", "value": "prod"}}})
 	h.createWebApp(ns, "blog", map[string]any{"image": "nginx:1.27"})
@@ -164,7 +163,7 @@ func TestGraphWebApp(t *testing.T) {
 // the same graph converge in the same pass.
 func TestGraphCostBudget(t *testing.T) {
 	ns := "graph-cost"
-	h := graphHarness(t, ns, filepath.Join(fixture.Repo(), "testdata", "graphs", "costbomb.yaml"))
+	h := graphHarness(t, ns, "../testdata/graphs/costbomb.yaml")
 	tags := make([]any, 1000)
 	for i := range tags {
 		tags[i] = "tag-" + string(rune('a'+i%26)) + "-" + string(rune('a'+i/26%26))
@@ -197,7 +196,7 @@ func TestGraphCostBudget(t *testing.T) {
 func TestGraphHTTPService(t *testing.T) {
 	ns := "graph-hsvc"
 	disc := discovery.NewDiscoveryClientForConfigOrDie(env.Config)
-	path := filepath.Join(fixture.Repo(), "testdata", "graphs", "httpservice.yaml")
+	path := "../testdata/graphs/httpservice.yaml"
 	g, err := graph.Load(path, graph.Options{Schemas: &resolver.ClientDiscoveryResolver{Discovery: disc},
 		Parent: httpServices.GroupVersion().WithKind("HttpService")})
 	if err != nil {
