@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -48,12 +49,22 @@ type Config struct {
 	Log Log `mapstructure:"log"`
 	// CEL bounds the cost of the expressions of graph files.
 	CEL CEL `mapstructure:"cel"`
+	// Clusters are the clusters resyncd keeps in sync. Empty: one, named
+	// "local", reached through --kubeconfig or the in-cluster configuration.
+	Clusters []Cluster `mapstructure:"clusters"`
 	// Resources are the watched parent resources.
 	Resources []Resource `mapstructure:"resources"`
 
 	file  string
 	lines map[string]int
+	// listed is whether the file lists clusters (else the one is "local").
+	listed bool
 }
+
+// ListsClusters reports whether the configuration file lists clusters;
+// when it does not, the one cluster is LocalCluster, and the commands
+// print no cluster names.
+func (c *Config) ListsClusters() bool { return c.listed }
 
 // Where returns where a key path was set, "FILE:LINE", or the file alone
 // when the key is not in it; for messages about the configuration that only
@@ -64,6 +75,38 @@ func (c *Config) Where(key string) string {
 	}
 	return c.file
 }
+
+// LocalCluster is the name of the one cluster of a configuration that
+// lists none.
+const LocalCluster = "local"
+
+// Cluster is one cluster whose watched resources resyncd keeps in sync.
+// Parents and their children live in the same cluster.
+type Cluster struct {
+	// Name names the cluster in metrics, logs and /statusz.
+	Name string `mapstructure:"name"`
+	// Kubeconfig is the path of a kubeconfig file, relative to the
+	// configuration file's directory when written relative; re-read when
+	// it changes. Empty: the connection resyncd itself runs with
+	// (--kubeconfig, or the in-cluster configuration).
+	Kubeconfig string `mapstructure:"kubeconfig"`
+	// Context is the kubeconfig context; empty: the file's current one.
+	Context string `mapstructure:"context"`
+	// Apply bounds this cluster's writes; each key left out is the
+	// top-level apply's.
+	Apply Apply `mapstructure:"apply"`
+
+	kubeconfigPath string
+}
+
+// KubeconfigPath is the kubeconfig file of c, resolved against the
+// configuration file's directory; empty for the connection resyncd runs
+// with.
+func (c Cluster) KubeconfigPath() string { return c.kubeconfigPath }
+
+// Home reports whether c is reached through the connection resyncd runs
+// with (where it also takes part in leader election), not a file of its own.
+func (c Cluster) Home() bool { return c.Kubeconfig == "" }
 
 // Apply bounds the writes of a pass.
 type Apply struct {
@@ -165,11 +208,35 @@ type Resource struct {
 	// Prune deletes children whose parent is gone.
 	Prune bool `mapstructure:"prune"`
 	// Priority orders this resource's writes against those of the other
-	// watched resources when they wait at once: higher first, before the
-	// parents' own priority.
+	// watched resources of its cluster when they wait at once: higher
+	// first, before the parents' own priority.
 	Priority int32 `mapstructure:"priority"`
+	// Clusters are the names of the clusters where this resource is
+	// watched; empty: every cluster.
+	Clusters []string `mapstructure:"clusters"`
 
 	graphPath string
+	index     int
+}
+
+// Key is the key path of r in the configuration, resources[i].
+func (r Resource) Key() string { return fmt.Sprintf("resources[%d]", r.index) }
+
+// In reports whether r is watched in the cluster named cluster.
+func (r Resource) In(cluster string) bool {
+	return len(r.Clusters) == 0 || slices.Contains(r.Clusters, cluster)
+}
+
+// ResourcesIn returns the resources watched in the cluster named cluster,
+// in the configuration's order.
+func (c *Config) ResourcesIn(cluster string) []Resource {
+	var out []Resource
+	for _, r := range c.Resources {
+		if r.In(cluster) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // RendererKey is how the renderer of r is registered: its name, or

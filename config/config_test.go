@@ -40,8 +40,9 @@ func TestLoadGood(t *testing.T) {
 			{Group: "resyncd.io", Version: "v1alpha1", Resource: "httpservices", Renderer: "httpservice",
 				Interval: 30 * time.Second, Namespaces: []string{"ops"}, Mode: ModeEnforce, Prune: true},
 		},
+		Clusters: []Cluster{{Name: LocalCluster, Apply: Apply{Concurrency: 4, BatchSize: 20, QPS: 25.5, Burst: 40, MaxWritesPerPass: 500}}},
 	}
-	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(Config{}, Resource{})); diff != "" {
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(Config{}, Resource{}, Cluster{})); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	if w := got.Where("resources[1]"); w != fixture("good.yaml")+":32" {
@@ -58,8 +59,47 @@ func TestLoadDefaults(t *testing.T) {
 	r := DefaultResource()
 	r.Group, r.Version, r.Resource, r.Renderer = "resyncd.io", "v1alpha1", "httpservices", "httpservice"
 	want.Resources = []Resource{r}
-	if diff := cmp.Diff(&want, got, cmpopts.IgnoreUnexported(Config{}, Resource{})); diff != "" {
+	want.Clusters = []Cluster{{Name: LocalCluster, Apply: want.Apply}}
+	if diff := cmp.Diff(&want, got, cmpopts.IgnoreUnexported(Config{}, Resource{}, Cluster{})); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if !got.Clusters[0].Home() || len(got.ResourcesIn(LocalCluster)) != 1 {
+		t.Errorf("the one cluster of a file that lists none: home %v, %d resources", got.Clusters[0].Home(), len(got.ResourcesIn(LocalCluster)))
+	}
+}
+
+// TestLoadClusters: a cluster's apply keys left out are the top-level
+// apply's, its kubeconfig is read relative to the configuration file, and
+// a resource that lists no cluster is watched in every one.
+func TestLoadClusters(t *testing.T) {
+	got, err := Load(fixture("clusters.yaml"), Options{Renderers: renderers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := Apply{Concurrency: 8, BatchSize: 50, QPS: 40, Burst: 80, MaxWritesPerPass: 2000}
+	east := top
+	east.QPS, east.MaxWritesPerPass = 10, 100
+	want := []Cluster{
+		{Name: "east", Kubeconfig: "kubeconfigs/east.yaml", Apply: east},
+		{Name: "west", Kubeconfig: "kubeconfigs/east.yaml", Context: "east-admin", Apply: top},
+		{Name: "home", Apply: top},
+	}
+	if diff := cmp.Diff(want, got.Clusters, cmpopts.IgnoreUnexported(Cluster{})); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if p := got.Clusters[0].KubeconfigPath(); p != fixture("kubeconfigs/east.yaml") {
+		t.Errorf("kubeconfig path %q", p)
+	}
+	if got.Clusters[0].Home() || !got.Clusters[2].Home() {
+		t.Error("only a cluster with no kubeconfig file is reached through resyncd's own connection")
+	}
+	for name, n := range map[string]int{"east": 2, "west": 1, "home": 1} {
+		if in := got.ResourcesIn(name); len(in) != n {
+			t.Errorf("%s watches %d resources, want %d", name, len(in), n)
+		}
+	}
+	if k := got.ResourcesIn("west")[0].Key(); k != "resources[0]" {
+		t.Errorf("Key() = %q", k)
 	}
 }
 
@@ -110,6 +150,16 @@ func TestLoadBadOverrides(t *testing.T) {
 // all of them at once, each with the file, line and key path.
 func TestLoadBadConfigs(t *testing.T) {
 	tests := map[string][]string{
+		"invalid-clusters.yaml": {
+			`:4: clusters[0].context: kubeconfigs/east.yaml has no context "nosuch"; it has: east, east-admin`,
+			`:5: clusters[0].apply.qps: is 0, must be more than 0`,
+			`:6: clusters[1].name: "East_1" is not a cluster name (at most 63 lower-case letters, digits and '-'): it is a label value of every metric`,
+			`:7: clusters[1].kubeconfig: cannot read the kubeconfig file: open ../testdata/config/kubeconfigs/nosuch.yaml: no such file or directory`,
+			`:8: clusters[2].name: "east" names clusters[0] too; each cluster needs a name of its own`,
+			`:9: clusters[2].kubeconfig: kubeconfigs/empty.yaml has no current context; set its current-context, or clusters[2].context`,
+			`:10: clusters[3]: has no name`,
+			`:12: resources[0].clusters[1]: unknown cluster "north"; clusters: east`,
+		},
 		"invalid-duration.yaml": {
 			`:6: resources[0].interval: "soon" is not a duration (for example 30s, 5m, 1h)`,
 		},

@@ -76,14 +76,19 @@ func Load(path string, opts Options) (*Config, error) {
 		return nil, err
 	}
 	for i := range cfg.Resources {
-		if g := cfg.Resources[i].Graph; g != "" && !filepath.IsAbs(g) {
-			cfg.Resources[i].graphPath = filepath.Join(filepath.Dir(path), g)
-		} else {
-			cfg.Resources[i].graphPath = g
-		}
+		cfg.Resources[i].graphPath = relativeTo(path, cfg.Resources[i].Graph)
+		cfg.Resources[i].index = i
+	}
+	for i := range cfg.Clusters {
+		cfg.Clusters[i].kubeconfigPath = relativeTo(path, cfg.Clusters[i].Kubeconfig)
 	}
 	validate(cfg, ps, opts.Renderers)
 	checkGraphs(cfg, ps, opts.CheckGraph)
+	checkKubeconfigs(cfg, ps)
+	cfg.listed = len(cfg.Clusters) > 0
+	if !cfg.listed {
+		cfg.Clusters = []Cluster{{Name: LocalCluster, Apply: cfg.Apply}}
+	}
 	if err := ps.err(); err != nil {
 		return nil, err
 	}
@@ -168,25 +173,46 @@ func decode(path string, data []byte, keys map[string]reflect.Value, opts Option
 	if err := v.Unmarshal(&cfg, hook); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	// viper knows no defaults inside lists: decode each resource over its own.
-	raw, _ := v.Get("resources").([]any)
-	cfg.Resources = make([]Resource, len(raw))
+	// viper knows no defaults inside lists: decode each item over its own.
+	var err error
+	if cfg.Resources, err = decodeList(path, v, "resources", DefaultResource); err != nil {
+		return nil, err
+	}
+	// A cluster's apply keys left out are the top-level apply's.
+	if cfg.Clusters, err = decodeList(path, v, "clusters", func() Cluster { return Cluster{Apply: cfg.Apply} }); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+// decodeList decodes each item of the list at key over the value def makes.
+func decodeList[T any](path string, v *viper.Viper, key string, def func() T) ([]T, error) {
+	raw, _ := v.Get(key).([]any)
+	out := make([]T, len(raw))
 	for i, item := range raw {
-		r := DefaultResource()
+		out[i] = def()
 		dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
 			DecodeHook:       mapstructure.StringToTimeDurationHookFunc(),
 			WeaklyTypedInput: true,
-			Result:           &r,
+			Result:           &out[i],
 		})
 		if err != nil {
 			return nil, err
 		}
 		if err := dec.Decode(item); err != nil {
-			return nil, fmt.Errorf("%s: resources[%d]: %w", path, i, err)
+			return nil, fmt.Errorf("%s: %s[%d]: %w", path, key, i, err)
 		}
-		cfg.Resources[i] = r
 	}
-	return &cfg, nil
+	return out, nil
+}
+
+// relativeTo is file, when relative, joined to the directory of the
+// configuration file at path.
+func relativeTo(path, file string) string {
+	if file == "" || filepath.IsAbs(file) {
+		return file
+	}
+	return filepath.Join(filepath.Dir(path), file)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

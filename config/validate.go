@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // Bounds that validate enforces.
@@ -34,13 +36,8 @@ func validate(c *Config, ps *problems, renderers []string) {
 		ps.add("pageSize", "is %d, must be at least 1", c.PageSize)
 	}
 	oneOf(ps, "driftCheck", string(c.DriftCheck), string(DriftCheckLocal), string(DriftCheckServer))
-	atLeast(ps, "apply.concurrency", c.Apply.Concurrency, 1)
-	atLeast(ps, "apply.batchSize", c.Apply.BatchSize, 1)
-	if c.Apply.QPS <= 0 {
-		ps.add("apply.qps", "is %g, must be more than 0", c.Apply.QPS)
-	}
-	atLeast(ps, "apply.burst", c.Apply.Burst, 1)
-	atLeast(ps, "apply.maxWritesPerPass", c.Apply.MaxWritesPerPass, 1)
+	validateApply(ps, "apply", c.Apply)
+	clusters := validateClusters(ps, c)
 	validateLeaderElection(ps, c.LeaderElection)
 	address(ps, "metrics.address", c.Metrics.Address)
 	if (c.Metrics.CertFile == "") != (c.Metrics.KeyFile == "") {
@@ -59,22 +56,93 @@ func validate(c *Config, ps *problems, renderers []string) {
 	type watch struct {
 		index      int
 		namespaces []string
+		clusters   []string
 	}
 	byGVR := map[string][]watch{}
 	for i, r := range c.Resources {
 		key := fmt.Sprintf("resources[%d]", i)
 		validateResource(ps, key, r, renderers)
+		for j, name := range r.Clusters {
+			if !slices.Contains(clusters, name) {
+				ps.add(fmt.Sprintf("%s.clusters[%d]", key, j), "unknown cluster %q; clusters: %s", name, strings.Join(clusters, ", "))
+			}
+		}
 		gvr := gvrString(r)
 		for _, w := range byGVR[gvr] {
-			if overlap(w.namespaces, r.Namespaces) {
+			if overlap(w.namespaces, r.Namespaces) && overlap(w.clusters, r.Clusters) {
 				ps.add(key, "watches %s again in namespaces that resources[%d] watches too; merge the two entries", gvr, w.index)
 				break
 			}
 		}
-		byGVR[gvr] = append(byGVR[gvr], watch{i, r.Namespaces})
+		byGVR[gvr] = append(byGVR[gvr], watch{i, r.Namespaces, r.Clusters})
 	}
 	atLeast64(ps, "cel.maxEstimatedCost", c.CEL.MaxEstimatedCost, 1)
 	atLeast64(ps, "cel.costBudget", c.CEL.CostBudget, minCostBudget)
+}
+
+func validateApply(ps *problems, key string, a Apply) {
+	atLeast(ps, key+".concurrency", a.Concurrency, 1)
+	atLeast(ps, key+".batchSize", a.BatchSize, 1)
+	if a.QPS <= 0 {
+		ps.add(key+".qps", "is %g, must be more than 0", a.QPS)
+	}
+	atLeast(ps, key+".burst", a.Burst, 1)
+	atLeast(ps, key+".maxWritesPerPass", a.MaxWritesPerPass, 1)
+}
+
+// validateClusters checks the clusters section and returns the names a
+// resource may list: the clusters', or "local" when the section is empty.
+func validateClusters(ps *problems, c *Config) []string {
+	if len(c.Clusters) == 0 {
+		return []string{LocalCluster}
+	}
+	var names []string
+	for i, cl := range c.Clusters {
+		key := fmt.Sprintf("clusters[%d]", i)
+		switch {
+		case cl.Name == "":
+			ps.add(key, "has no name")
+			continue
+		case len(validation.IsDNS1123Label(cl.Name)) > 0:
+			ps.add(key+".name", "%q is not a cluster name (at most 63 lower-case letters, digits and '-'): it is a label value of every metric", cl.Name)
+		case slices.Contains(names, cl.Name):
+			ps.add(key+".name", "%q names clusters[%d] too; each cluster needs a name of its own", cl.Name, slices.Index(names, cl.Name))
+		default:
+			names = append(names, cl.Name)
+		}
+		validateApply(ps, key+".apply", cl.Apply)
+	}
+	return names
+}
+
+// checkKubeconfigs reads the kubeconfig file of every cluster that names
+// one and checks that it gives a server and credentials, in the context
+// the cluster names.
+func checkKubeconfigs(c *Config, ps *problems) {
+	for i, cl := range c.Clusters {
+		if cl.Kubeconfig == "" {
+			continue
+		}
+		key := fmt.Sprintf("clusters[%d].kubeconfig", i)
+		kc, err := clientcmd.LoadFromFile(cl.kubeconfigPath)
+		if err != nil {
+			ps.add(key, "cannot read the kubeconfig file: %v", err)
+			continue
+		}
+		if cl.Context != "" {
+			if _, ok := kc.Contexts[cl.Context]; !ok {
+				ps.add(fmt.Sprintf("clusters[%d].context", i), "%s has no context %q; it has: %s", cl.Kubeconfig, cl.Context, strings.Join(slices.Sorted(maps.Keys(kc.Contexts)), ", "))
+				continue
+			}
+		}
+		_, err = clientcmd.NewNonInteractiveClientConfig(*kc, cl.Context, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
+		switch {
+		case clientcmd.IsEmptyConfig(err):
+			ps.add(key, "%s has no current context; set its current-context, or clusters[%d].context", cl.Kubeconfig, i)
+		case err != nil:
+			ps.add(key, "%s does not give a cluster to connect to: %v", cl.Kubeconfig, err)
+		}
+	}
 }
 
 // checkGraphs reads the graph file of every resource that names one and,
@@ -184,7 +252,7 @@ func address(ps *problems, key, v string) {
 	}
 }
 
-// overlap reports whether two namespace lists (empty: all) share a namespace.
+// overlap reports whether two lists of names (empty: all) share a name.
 func overlap(a, b []string) bool {
 	if len(a) == 0 || len(b) == 0 {
 		return true

@@ -46,7 +46,7 @@ func TestBudgetAndPriority(t *testing.T) {
 	if rep.Deferred != 90-10 {
 		t.Errorf("deferred = %d, want 80 (30 × Deployment, Service, status − 10)", rep.Deferred)
 	}
-	if got := testutil.ToFloat64(h.engine.metrics.deferred.WithLabelValues("httpservices.v1alpha1.resyncd.io")); got != float64(rep.Deferred) {
+	if got := testutil.ToFloat64(h.engine.metrics.deferred.WithLabelValues("local", "httpservices.v1alpha1.resyncd.io")); got != float64(rep.Deferred) {
 		t.Errorf("resyncd_deferred_writes = %g, want %d", got, rep.Deferred)
 	}
 

@@ -122,7 +122,7 @@ func TestStopDuringList(t *testing.T) {
 	if _, err := h.engine.SyncOnce(ctx); err == nil {
 		t.Fatal("the stopped pass reported no error")
 	}
-	failed := testutil.ToFloat64(h.engine.metrics.passes.WithLabelValues(hsvcResource, "error"))
+	failed := testutil.ToFloat64(h.engine.metrics.passes.WithLabelValues("local", hsvcResource, "error"))
 	if failed != 0 || logs.FilterMessage("Pass failed").Len() != 0 || logs.FilterMessage("Pass stopped").Len() != 1 {
 		t.Errorf("passes_total{result=error} %v, %d Pass failed, %d Pass stopped lines; want 0, 0, 1",
 			failed, logs.FilterMessage("Pass failed").Len(), logs.FilterMessage("Pass stopped").Len())

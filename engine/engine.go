@@ -43,12 +43,19 @@ type Engine struct {
 	// keepFields keeps the owned fields of live children for Report.Drifts.
 	keepFields bool
 	resources  []*resourceState
+	// probe asks the API server whether it answers at all, for a resource
+	// whose passes fail; nil: never asked.
+	probe func(context.Context) error
+	// failingMu guards failing, the resources whose last pass failed.
+	failingMu sync.Mutex
+	failing   map[*resourceState]bool
 }
 
 // resourceState is what the engine remembers of one watched resource
 // between passes.
 type resourceState struct {
 	cfg      config.Resource
+	cluster  string // the cluster's name, for metrics
 	name     string // resource.version.group, as kubectl spells it, for metrics and logs
 	gvr      schema.GroupVersionResource
 	renderer desired.Renderer
@@ -131,6 +138,8 @@ type noopKey struct {
 // resources. Leader election, the HTTP endpoints and logging are the
 // command's; SettingsFrom takes these out of a config.Config.
 type Settings struct {
+	// Cluster names the cluster in metrics and logs; empty: "local".
+	Cluster string
 	// FieldManager is the server-side-apply field manager.
 	FieldManager string
 	// PageSize is the limit of each LIST page.
@@ -138,15 +147,26 @@ type Settings struct {
 	// DriftCheck is local (tier 1, then the apply) or server (a dry-run
 	// apply of every child).
 	DriftCheck config.DriftCheck
-	// Apply bounds the writes of a pass.
+	// Apply bounds the writes of a pass: the cluster's limiter, budget and
+	// workers.
 	Apply config.Apply
 	// Resources are the watched resources.
 	Resources []config.Resource
 }
 
-// SettingsFrom is what a pass uses of c.
+// SettingsFrom is what a pass uses of c in its first cluster: the only
+// one of a configuration that lists no cluster.
 func SettingsFrom(c *config.Config) Settings {
-	return Settings{FieldManager: c.FieldManager, PageSize: c.PageSize, DriftCheck: c.DriftCheck, Apply: c.Apply, Resources: c.Resources}
+	if len(c.Clusters) == 0 {
+		return Settings{Cluster: config.LocalCluster, FieldManager: c.FieldManager, PageSize: c.PageSize, DriftCheck: c.DriftCheck, Apply: c.Apply, Resources: c.Resources}
+	}
+	return SettingsFor(c, c.Clusters[0])
+}
+
+// SettingsFor is what a pass uses of c in the cluster cl: its apply
+// bounds and the resources watched there.
+func SettingsFor(c *config.Config, cl config.Cluster) Settings {
+	return Settings{Cluster: cl.Name, FieldManager: c.FieldManager, PageSize: c.PageSize, DriftCheck: c.DriftCheck, Apply: cl.Apply, Resources: c.ResourcesIn(cl.Name)}
 }
 
 // Options are the dependencies of an Engine.
@@ -215,7 +235,12 @@ func New(cfg Settings, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newEngine(cfg, actual.NewReader(lister, disc, cfg.PageSize), &applier{client: client, manager: cfg.FieldManager}, opts)
+	e, err := newEngine(cfg, actual.NewReader(lister, disc, cfg.PageSize), &applier{client: client, manager: cfg.FieldManager}, opts)
+	if err != nil {
+		return nil, err
+	}
+	e.probe = func(ctx context.Context) error { return disc.RESTClient().Get().AbsPath("/version").Do(ctx).Error() }
+	return e, nil
 }
 
 // newEngine returns an Engine for cfg that reads through reader and
@@ -236,6 +261,10 @@ func newEngine(cfg Settings, reader pageReader, writer objectWriter, opts Option
 		readOnly:    opts.ReadOnly,
 		passTimeout: opts.PassTimeout,
 		sched:       newScheduler(cfg.Apply.Concurrency, cfg.Apply.MaxWritesPerPass),
+		failing:     map[*resourceState]bool{},
+	}
+	if e.cfg.Cluster == "" {
+		e.cfg.Cluster = config.LocalCluster
 	}
 	if e.now == nil {
 		e.now = time.Now
@@ -243,6 +272,7 @@ func newEngine(cfg Settings, reader pageReader, writer objectWriter, opts Option
 	if e.log == nil {
 		e.log = zap.NewNop()
 	}
+	e.log = e.log.With(zap.String("cluster", e.cfg.Cluster))
 	for i, r := range cfg.Resources {
 		rd, err := opts.Renderers.Get(r.RendererKey())
 		if err != nil {
@@ -254,7 +284,7 @@ func newEngine(cfg Settings, reader pageReader, writer objectWriter, opts Option
 		}
 		gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
 		rs := &resourceState{
-			cfg: r, name: r.Name(), gvr: gvr, renderer: rd, selector: sel,
+			cfg: r, cluster: e.cfg.Cluster, name: r.Name(), gvr: gvr, renderer: rd, selector: sel,
 			noops: map[noopKey]bool{}, drift: map[childKey]driftRecord{}, memo: map[memoKey]memoEntry{}, idle: map[memoKey][]syncedChild{}, now: make(chan struct{}, 1),
 			keepers: map[schema.GroupVersionResource]*keeper{},
 		}

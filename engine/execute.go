@@ -165,8 +165,8 @@ func (e *Engine) write(ctx context.Context, r *run, j *job, o *op) {
 	}
 	outcome := e.settle(r, j, o, result, err)
 	if m := e.metrics; m != nil {
-		m.applies.WithLabelValues(r.rs.name, o.key.Kind, string(o.kind), outcome).Inc()
-		m.applyDuration.WithLabelValues(string(o.kind)).Observe(e.now().Sub(start).Seconds())
+		m.applies.WithLabelValues(r.rs.cluster, r.rs.name, o.key.Kind, string(o.kind), outcome).Inc()
+		m.applyDuration.WithLabelValues(r.rs.cluster, string(o.kind)).Observe(e.now().Sub(start).Seconds())
 	}
 }
 
@@ -205,7 +205,7 @@ func (e *Engine) settle(r *run, j *job, o *op, result *unstructured.Unstructured
 			r.rs.rememberNoop(o.live, o.fp)
 			r.add(func(rep *ResourceReport) { rep.NoOps++ })
 			if e.metrics != nil {
-				e.metrics.falsePositives.WithLabelValues(r.rs.name, o.key.Kind).Inc()
+				e.metrics.falsePositives.WithLabelValues(r.rs.cluster, r.rs.name, o.key.Kind).Inc()
 			}
 			return "noop"
 		}
@@ -328,8 +328,8 @@ func (e *Engine) writeStatus(ctx context.Context, r *run, j *job) {
 		e.announceStalled(r.rs, j.parent, obs.Failure)
 	}
 	if m := e.metrics; m != nil {
-		m.applies.WithLabelValues(r.rs.name, j.parent.GetKind(), string(OpStatus), outcome).Inc()
-		m.applyDuration.WithLabelValues(string(OpStatus)).Observe(e.now().Sub(start).Seconds())
+		m.applies.WithLabelValues(r.rs.cluster, r.rs.name, j.parent.GetKind(), string(OpStatus), outcome).Inc()
+		m.applyDuration.WithLabelValues(r.rs.cluster, string(OpStatus)).Observe(e.now().Sub(start).Seconds())
 	}
 }
 

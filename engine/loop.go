@@ -8,29 +8,60 @@ import (
 	"github.com/resyncd/resyncd/config"
 )
 
+// maxBackoff bounds the wait after passes that failed in a row.
+const maxBackoff = 5 * time.Minute
+
+// Backoff is the time from the start of a pass to the start of the next
+// after failures passes in a row failed: the interval, doubled for each
+// failure after the first, up to 8 intervals or maxBackoff, whichever is
+// shorter, but never less than the interval.
+func Backoff(interval time.Duration, failures int) time.Duration {
+	if failures <= 1 {
+		return interval
+	}
+	return max(interval, min(interval<<min(failures-1, 3), maxBackoff))
+}
+
 // every calls f now and then every interval, measured from the start of
 // each call (a slow pass does not push the next one back), until ctx ends.
 // A call that overruns the interval is followed by the next at once. A
 // receive from now starts the next call early; nil never does.
-func every(ctx context.Context, interval time.Duration, now <-chan struct{}, f func(context.Context)) {
+//
+// After calls that failed in a row the next waits longer (backoff); while
+// it waits, probe, when not nil, is called once an interval, and the next
+// call starts as soon as it succeeds: a cluster that answers again is
+// synced at once, and one that does not costs one small request an
+// interval instead of a whole pass.
+func every(ctx context.Context, interval time.Duration, now <-chan struct{}, probe func(context.Context) error, f func(context.Context) error) {
+	failures := 0
 	for {
 		start := time.Now()
-		f(ctx)
-		wait := interval - time.Since(start)
-		if wait <= 0 {
-			if ctx.Err() != nil {
-				return
-			}
-			continue
+		if err := f(ctx); err != nil {
+			failures++
+		} else {
+			failures = 0
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if ctx.Err() != nil {
 			return
-		case <-t.C:
-		case <-now:
-			t.Stop()
+		}
+		due := start.Add(Backoff(interval, failures))
+		for step := start.Add(interval); ; step = step.Add(interval) {
+			if step.After(due) {
+				step = due
+			}
+			t := time.NewTimer(time.Until(step))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-now:
+				t.Stop()
+				step = due
+			case <-t.C:
+			}
+			if !step.Before(due) || (probe != nil && probe(ctx) == nil) {
+				break
+			}
 		}
 	}
 }
@@ -45,7 +76,7 @@ func (e *Engine) Run(ctx context.Context, done func(i int, rep ResourceReport, e
 			continue
 		}
 		wg.Go(func() {
-			every(ctx, rs.cfg.Interval, rs.now, func(ctx context.Context) {
+			every(ctx, rs.cfg.Interval, rs.now, e.probe, func(ctx context.Context) error {
 				if e.passTimeout > 0 {
 					var cancel context.CancelFunc
 					ctx, cancel = context.WithTimeout(ctx, e.passTimeout)
@@ -55,6 +86,7 @@ func (e *Engine) Run(ctx context.Context, done func(i int, rep ResourceReport, e
 				if done != nil {
 					done(i, rep, err)
 				}
+				return err
 			})
 		})
 	}

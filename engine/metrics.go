@@ -17,6 +17,8 @@ type Metrics struct {
 	deferred       *prometheus.GaugeVec
 	falsePositives *prometheus.CounterVec
 	isLeader       prometheus.Gauge
+	clusterUp      *prometheus.GaugeVec
+	clusterSuccess *prometheus.GaugeVec
 }
 
 // NewMetrics creates the metrics and registers them on reg.
@@ -24,39 +26,45 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		passes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "resyncd_passes_total", Help: "Passes over a watched resource, by result.",
-		}, []string{"resource", "result"}),
+		}, []string{"cluster", "resource", "result"}),
 		passDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "resyncd_pass_duration_seconds", Help: "Duration of a pass over a watched resource.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
-		}, []string{"resource"}),
+		}, []string{"cluster", "resource"}),
 		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "resyncd_last_successful_pass_timestamp_seconds", Help: "Unix time of the last pass that finished without error.",
-		}, []string{"resource"}),
+		}, []string{"cluster", "resource"}),
 		managed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "resyncd_managed_objects", Help: "Child objects seen in the last pass, by state.",
-		}, []string{"resource", "kind", "state"}),
+		}, []string{"cluster", "resource", "kind", "state"}),
 		drift: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "resyncd_drift_total", Help: "Child objects found drifted, by reason.",
-		}, []string{"resource", "kind", "reason"}),
+		}, []string{"cluster", "resource", "kind", "reason"}),
 		applies: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "resyncd_apply_total", Help: "Writes to the API server, by operation and result.",
-		}, []string{"resource", "kind", "operation", "result"}),
+		}, []string{"cluster", "resource", "kind", "operation", "result"}),
 		applyDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "resyncd_apply_duration_seconds", Help: "Duration of one write, retries included.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
-		}, []string{"operation"}),
+		}, []string{"cluster", "operation"}),
 		deferred: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "resyncd_deferred_writes", Help: "Writes left for the next pass by the per-pass budget.",
-		}, []string{"resource"}),
+		}, []string{"cluster", "resource"}),
 		falsePositives: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "resyncd_drift_false_positives_total", Help: "Objects the local check called drifted that the server found unchanged.",
-		}, []string{"resource", "kind"}),
+		}, []string{"cluster", "resource", "kind"}),
 		isLeader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "resyncd_is_leader", Help: "1 while this process leads (or leader election is off), else 0.",
 		}),
+		clusterUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "resyncd_cluster_up", Help: "1 when the last pass of every watched resource of the cluster succeeded, 0 when one failed or the cluster could not be reached.",
+		}, []string{"cluster"}),
+		clusterSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "resyncd_cluster_last_successful_pass_timestamp_seconds", Help: "Unix time of the last pass in the cluster that finished without error.",
+		}, []string{"cluster"}),
 	}
 	reg.MustRegister(m.passes, m.passDuration, m.lastSuccess, m.managed, m.drift, m.applies,
-		m.applyDuration, m.deferred, m.falsePositives, m.isLeader)
+		m.applyDuration, m.deferred, m.falsePositives, m.isLeader, m.clusterUp, m.clusterSuccess)
 	return m
 }
 
@@ -69,6 +77,20 @@ func (m *Metrics) SetLeader(leading bool) {
 	}
 }
 
+// SetClusterUp records whether the cluster named cluster answered its last
+// pass; the command sets it to false for a cluster it cannot reach before
+// any pass.
+func (m *Metrics) SetClusterUp(cluster string, up bool) {
+	if m == nil {
+		return
+	}
+	v := 0.0
+	if up {
+		v = 1
+	}
+	m.clusterUp.WithLabelValues(cluster).Set(v)
+}
+
 // initialize creates the series of a resource that are known in advance at
 // zero, so that rate() and dashboards see them before the first event.
 func (m *Metrics) initialize(rs *resourceState) {
@@ -76,13 +98,13 @@ func (m *Metrics) initialize(rs *resourceState) {
 		return
 	}
 	for _, result := range []string{"success", "error"} {
-		m.passes.WithLabelValues(rs.name, result)
+		m.passes.WithLabelValues(rs.cluster, rs.name, result)
 	}
-	m.deferred.WithLabelValues(rs.name).Set(0)
+	m.deferred.WithLabelValues(rs.cluster, rs.name).Set(0)
 	for _, ct := range rs.renderer.ChildTypes() {
-		m.falsePositives.WithLabelValues(rs.name, ct.Kind)
+		m.falsePositives.WithLabelValues(rs.cluster, rs.name, ct.Kind)
 		for _, reason := range []string{reasonMissing, reasonChanged, reasonOrphaned} {
-			m.drift.WithLabelValues(rs.name, ct.Kind, reason)
+			m.drift.WithLabelValues(rs.cluster, rs.name, ct.Kind, reason)
 		}
 	}
 }

@@ -32,38 +32,41 @@ func TestMetrics(t *testing.T) {
 	want := `
 # HELP resyncd_apply_total Writes to the API server, by operation and result.
 # TYPE resyncd_apply_total counter
-resyncd_apply_total{kind="Deployment",operation="create",` + res + `,result="success"} 3
-resyncd_apply_total{kind="Deployment",operation="delete",` + res + `,result="success"} 1
-resyncd_apply_total{kind="HttpService",operation="status",` + res + `,result="success"} 3
-resyncd_apply_total{kind="Service",operation="create",` + res + `,result="success"} 3
-resyncd_apply_total{kind="Service",operation="delete",` + res + `,result="success"} 1
+resyncd_apply_total{cluster="local",kind="Deployment",operation="create",` + res + `,result="success"} 3
+resyncd_apply_total{cluster="local",kind="Deployment",operation="delete",` + res + `,result="success"} 1
+resyncd_apply_total{cluster="local",kind="HttpService",operation="status",` + res + `,result="success"} 3
+resyncd_apply_total{cluster="local",kind="Service",operation="create",` + res + `,result="success"} 3
+resyncd_apply_total{cluster="local",kind="Service",operation="delete",` + res + `,result="success"} 1
 # HELP resyncd_drift_total Child objects found drifted, by reason.
 # TYPE resyncd_drift_total counter
-resyncd_drift_total{kind="Deployment",reason="changed",` + res + `} 0
-resyncd_drift_total{kind="Deployment",reason="missing",` + res + `} 3
-resyncd_drift_total{kind="Deployment",reason="orphaned",` + res + `} 1
-resyncd_drift_total{kind="HorizontalPodAutoscaler",reason="changed",` + res + `} 0
-resyncd_drift_total{kind="HorizontalPodAutoscaler",reason="missing",` + res + `} 0
-resyncd_drift_total{kind="HorizontalPodAutoscaler",reason="orphaned",` + res + `} 0
-resyncd_drift_total{kind="Service",reason="changed",` + res + `} 0
-resyncd_drift_total{kind="Service",reason="missing",` + res + `} 3
-resyncd_drift_total{kind="Service",reason="orphaned",` + res + `} 1
+resyncd_drift_total{cluster="local",kind="Deployment",reason="changed",` + res + `} 0
+resyncd_drift_total{cluster="local",kind="Deployment",reason="missing",` + res + `} 3
+resyncd_drift_total{cluster="local",kind="Deployment",reason="orphaned",` + res + `} 1
+resyncd_drift_total{cluster="local",kind="HorizontalPodAutoscaler",reason="changed",` + res + `} 0
+resyncd_drift_total{cluster="local",kind="HorizontalPodAutoscaler",reason="missing",` + res + `} 0
+resyncd_drift_total{cluster="local",kind="HorizontalPodAutoscaler",reason="orphaned",` + res + `} 0
+resyncd_drift_total{cluster="local",kind="Service",reason="changed",` + res + `} 0
+resyncd_drift_total{cluster="local",kind="Service",reason="missing",` + res + `} 3
+resyncd_drift_total{cluster="local",kind="Service",reason="orphaned",` + res + `} 1
 # HELP resyncd_managed_objects Child objects seen in the last pass, by state.
 # TYPE resyncd_managed_objects gauge
-resyncd_managed_objects{kind="Deployment",` + res + `,state="in_sync"} 2
-resyncd_managed_objects{kind="Deployment",` + res + `,state="orphaned"} 1
-resyncd_managed_objects{kind="Service",` + res + `,state="in_sync"} 2
-resyncd_managed_objects{kind="Service",` + res + `,state="orphaned"} 1
+resyncd_managed_objects{cluster="local",kind="Deployment",` + res + `,state="in_sync"} 2
+resyncd_managed_objects{cluster="local",kind="Deployment",` + res + `,state="orphaned"} 1
+resyncd_managed_objects{cluster="local",kind="Service",` + res + `,state="in_sync"} 2
+resyncd_managed_objects{cluster="local",kind="Service",` + res + `,state="orphaned"} 1
 # HELP resyncd_passes_total Passes over a watched resource, by result.
 # TYPE resyncd_passes_total counter
-resyncd_passes_total{` + res + `,result="error"} 0
-resyncd_passes_total{` + res + `,result="success"} 2
+resyncd_passes_total{cluster="local",` + res + `,result="error"} 0
+resyncd_passes_total{cluster="local",` + res + `,result="success"} 2
 # HELP resyncd_deferred_writes Writes left for the next pass by the per-pass budget.
 # TYPE resyncd_deferred_writes gauge
-resyncd_deferred_writes{` + res + `} 0
+resyncd_deferred_writes{cluster="local",` + res + `} 0
+# HELP resyncd_cluster_up 1 when the last pass of every watched resource of the cluster succeeded, 0 when one failed or the cluster could not be reached.
+# TYPE resyncd_cluster_up gauge
+resyncd_cluster_up{cluster="local"} 1
 `
 	if err := testutil.GatherAndCompare(h.reg, strings.NewReader(want),
-		"resyncd_apply_total", "resyncd_drift_total", "resyncd_managed_objects", "resyncd_passes_total", "resyncd_deferred_writes"); err != nil {
+		"resyncd_apply_total", "resyncd_drift_total", "resyncd_managed_objects", "resyncd_passes_total", "resyncd_deferred_writes", "resyncd_cluster_up"); err != nil {
 		t.Error(err)
 	}
 }

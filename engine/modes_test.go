@@ -58,8 +58,8 @@ func TestWarnModeAndPaused(t *testing.T) {
 			}
 
 			gvr := "httpservices.v1alpha1.resyncd.io"
-			changed := h.engine.metrics.drift.WithLabelValues(gvr, "Deployment", "changed")
-			missing := h.engine.metrics.drift.WithLabelValues(gvr, "Service", "missing")
+			changed := h.engine.metrics.drift.WithLabelValues("local", gvr, "Deployment", "changed")
+			missing := h.engine.metrics.drift.WithLabelValues("local", gvr, "Service", "missing")
 			changedBefore, missingBefore := testutil.ToFloat64(changed), testutil.ToFloat64(missing)
 			h.log.reset()
 			rep := h.sync()

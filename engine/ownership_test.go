@@ -58,7 +58,7 @@ func requestsTo(reqs []string, resource, name string) []string {
 }
 
 func managedGauge(h *harness, kind, state string) float64 {
-	return testutil.ToFloat64(h.engine.metrics.managed.WithLabelValues(hsvcResource, kind, state))
+	return testutil.ToFloat64(h.engine.metrics.managed.WithLabelValues("local", hsvcResource, kind, state))
 }
 
 // TestNameTakenService: another team's Service of the name an HttpService

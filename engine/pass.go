@@ -634,27 +634,39 @@ func sortedKeys(m map[childKey]*liveChild) []childKey {
 
 func (e *Engine) countDrift(rs *resourceState, kind, reason string) {
 	if e.metrics != nil {
-		e.metrics.drift.WithLabelValues(rs.name, kind, reason).Inc()
+		e.metrics.drift.WithLabelValues(rs.cluster, rs.name, kind, reason).Inc()
 	}
 }
 
 // record publishes a pass's numbers and its one Info line.
 func (e *Engine) record(rs *resourceState, rep *ResourceReport, err error) {
+	e.failingMu.Lock()
+	if err != nil {
+		e.failing[rs] = true
+	} else {
+		delete(e.failing, rs)
+	}
+	up := len(e.failing) == 0
+	e.failingMu.Unlock()
 	if m := e.metrics; m != nil {
+		m.SetClusterUp(rs.cluster, up)
+		if err == nil {
+			m.clusterSuccess.WithLabelValues(rs.cluster).Set(float64(e.now().Unix()))
+		}
 		result := "success"
 		if err != nil {
 			result = "error"
 		} else {
-			m.lastSuccess.WithLabelValues(rs.name).Set(float64(e.now().Unix()))
+			m.lastSuccess.WithLabelValues(rs.cluster, rs.name).Set(float64(e.now().Unix()))
 		}
-		m.passes.WithLabelValues(rs.name, result).Inc()
-		m.passDuration.WithLabelValues(rs.name).Observe(rep.Duration.Seconds())
-		m.deferred.WithLabelValues(rs.name).Set(float64(rep.Deferred))
+		m.passes.WithLabelValues(rs.cluster, rs.name, result).Inc()
+		m.passDuration.WithLabelValues(rs.cluster, rs.name).Observe(rep.Duration.Seconds())
+		m.deferred.WithLabelValues(rs.cluster, rs.name).Set(float64(rep.Deferred))
 		if err == nil {
 			// Kinds and states that vanished must not keep their last value.
-			m.managed.DeletePartialMatch(prometheus.Labels{"resource": rs.name})
+			m.managed.DeletePartialMatch(prometheus.Labels{"cluster": rs.cluster, "resource": rs.name})
 			for ks, n := range rep.objects {
-				m.managed.WithLabelValues(rs.name, ks.kind, ks.state).Set(float64(n))
+				m.managed.WithLabelValues(rs.cluster, rs.name, ks.kind, ks.state).Set(float64(n))
 			}
 		}
 	}

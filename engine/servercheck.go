@@ -59,7 +59,7 @@ func (e *Engine) settleCheck(rs *resourceState, j *job, o *op, drifted bool, mu 
 		if e.cfg.DriftCheck != config.DriftCheckServer {
 			rs.rememberNoop(o.live, o.fp) // tier 1 was wrong: do not ask again
 			if e.metrics != nil {
-				e.metrics.falsePositives.WithLabelValues(rs.name, o.key.Kind).Inc()
+				e.metrics.falsePositives.WithLabelValues(rs.cluster, rs.name, o.key.Kind).Inc()
 			}
 		}
 		rep.count(o.key.Kind, stateInSync)

@@ -46,7 +46,7 @@ func TestHeldChild(t *testing.T) {
 	forceApply(t, h, "incident", ns, "web", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"held"},
 		"spec":{"template":{"spec":{"containers":[{"name":"app","image":"nginx:hotfix"}]}}}}`)
 
-	changed := h.engine.metrics.drift.WithLabelValues(hsvcResource, "Deployment", reasonChanged)
+	changed := h.engine.metrics.drift.WithLabelValues("local", hsvcResource, "Deployment", reasonChanged)
 	before := testutil.ToFloat64(changed)
 	for range 2 {
 		h.log.reset()

@@ -137,3 +137,38 @@ func TestMissingLeaseNamespace(t *testing.T) {
 		t.Errorf("run with a missing Lease namespace: exit %d, output %q", code, out)
 	}
 }
+
+// TestOnceManyClusters: once runs a pass in every cluster; one that
+// refuses connections fails alone, named in the error and the exit code,
+// while the other's pass writes its children.
+func TestOnceManyClusters(t *testing.T) {
+	ctx := t.Context()
+	cs := kubernetes.NewForConfigOrDie(env.Config)
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cli-clusters"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fixture.CreateParent(t, dynamic.NewForConfigOrDie(env.Config), "cli-clusters", "web", map[string]any{"image": "nginx:1.27", "port": int64(8080)})
+	flags := files(t, "cli-clusters")
+	down := kubeconfigFor(t, "https://"+freePort(t))[1]
+	body, err := os.ReadFile(flags[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	body = append(body, []byte("clusters:\n  - name: home\n  - {name: down, kubeconfig: "+down+"}\n")...)
+	if err := os.WriteFile(flags[3], body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code := resyncd(t, append([]string{"once"}, flags...)...)
+	if code != 1 || !strings.Contains(out, "CLUSTER  RESOURCE") || !strings.Contains(out, "\nhome     httpservices.v1alpha1.resyncd.io  1") ||
+		!strings.Contains(out, "cluster down ("+down+"): ") || !strings.Contains(out, "connection refused") {
+		t.Errorf("once with a cluster down: exit %d, output:\n%s", code, out)
+	}
+	deps, err := cs.AppsV1().Deployments("cli-clusters").List(ctx, metav1.ListOptions{})
+	if err != nil || len(deps.Items) != 1 {
+		t.Errorf("home: %d Deployments (%v), want 1", len(deps.Items), err)
+	}
+	out, code = resyncd(t, append([]string{"diff"}, flags...)...)
+	if code != 2 || !strings.Contains(out, "cluster down (") {
+		t.Errorf("diff with a cluster down: exit %d, output:\n%s", code, out)
+	}
+}

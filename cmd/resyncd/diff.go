@@ -35,23 +35,23 @@ func runDiff(ctx context.Context, g *globals) error {
 		return exitWith(2, err)
 	}
 	defer func() { _ = p.log.Sync() }()
-	eng, err := engine.New(engine.SettingsFrom(p.cfg), engine.Options{REST: p.cl.rest, Renderers: p.renderers, Log: p.log,
-		ReadOnly: true, KeepFields: true})
-	if err != nil {
-		return exitWith(2, err)
-	}
-	rep, err := eng.SyncOnce(ctx)
-	if err != nil {
-		return exitWith(2, g.explain(p.cl, err))
-	}
+	reps, err := g.passOnce(ctx, p, func(*target) (engine.Options, func()) {
+		return engine.Options{ReadOnly: true, KeepFields: true}, func() {}
+	})
 	drifted := 0
-	for _, r := range rep.Resources {
-		for _, d := range r.Drifts {
-			drifted++
-			if err := printDrift(g.stdout, d); err != nil {
-				return exitWith(2, err)
+	for _, cr := range reps {
+		for _, r := range cr.Resources {
+			for _, d := range r.Drifts {
+				drifted++
+				d.Object = clusterPrefix(cr.cluster, p.cfg.ListsClusters()) + d.Object
+				if err := printDrift(g.stdout, d); err != nil {
+					return exitWith(2, err)
+				}
 			}
 		}
+	}
+	if err != nil {
+		return exitWith(2, err)
 	}
 	if drifted > 0 {
 		return exitWith(1, errSilent)

@@ -33,17 +33,17 @@ func celOptions(c config.CEL) graph.Options {
 // cfg, compiled against the schemas the API server publishes: every
 // expression type-checked and its cost estimated. Every problem of every
 // graph is reported.
-func renderers(cfg *config.Config, disc discovery.DiscoveryInterface) (desired.Registry, error) {
+func renderers(cfg *config.Config, resources []config.Resource, disc discovery.DiscoveryInterface) (desired.Registry, error) {
 	reg := desired.DefaultRegistry()
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 	schemas := actual.NewSchemas(disc)
 	var errs []error
-	for i, r := range cfg.Resources {
+	for _, r := range resources {
 		if r.Graph == "" {
 			continue
 		}
 		gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
-		key := fmt.Sprintf("resources[%d]", i)
+		key := r.Key()
 		gvk, err := mapper.KindFor(gvr)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %s: the kind of %s: %w", cfg.Where(key), key, r.Name(), err))

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -16,39 +18,103 @@ func metaName(namespace, name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Namespace: namespace, Name: name}
 }
 
-// health answers /healthz and /readyz. A process is ready when it follows
-// (it has nothing to do), or when it leads and the last pass over every
-// watched resource succeeded.
+// health answers /healthz, /readyz and /statusz. A process is ready when
+// it follows (it has nothing to do), or when it leads and the last pass
+// over every watched resource of the clusters it reaches through its own
+// connection succeeded. A cluster of a kubeconfig file that is down does
+// not make it unready: restarting would not bring that cluster back.
+// /statusz says, cluster by cluster, how the last passes went.
 type health struct {
-	mu      sync.Mutex
-	names   []string
-	last    []error
-	done    []bool
-	active  []bool
-	leading bool
+	mu       sync.Mutex
+	leading  bool
+	listed   bool
+	clusters []*clusterStatus
+}
+
+// clusterStatus is what /statusz says of one cluster.
+type clusterStatus struct {
+	Name   string `json:"name"`
+	Server string `json:"server,omitempty"`
+	// Home: reached through resyncd's own connection; it counts for /readyz.
+	Home bool `json:"home"`
+	// Up: the last pass of every resource succeeded.
+	Up bool `json:"up"`
+	// Error is why the cluster could not be reached or prepared, before
+	// any pass.
+	Error              string            `json:"error,omitempty"`
+	LastSuccessfulPass *time.Time        `json:"lastSuccessfulPass,omitempty"`
+	Resources          []*resourceStatus `json:"resources"`
+}
+
+// resourceStatus is what /statusz says of one resource in one cluster.
+type resourceStatus struct {
+	Resource string     `json:"resource"`
+	Mode     string     `json:"mode"`
+	LastPass *time.Time `json:"lastPass,omitempty"`
+	// Error is the last pass's, or why its writes failed for a passing reason.
+	Error    string `json:"error,omitempty"`
+	Parents  int    `json:"parents"`
+	Drifted  int    `json:"drifted"`
+	Written  int    `json:"written"`
+	Failed   int    `json:"failed"`
+	Stalled  int    `json:"stalled"`
+	Deferred int    `json:"deferred"`
+	done     bool
+	failed   bool
 }
 
 func newHealth(cfg *config.Config) *health {
-	h := &health{}
-	for _, r := range cfg.Resources {
-		h.names = append(h.names, r.Name())
-		h.active = append(h.active, r.Mode != config.ModeOff)
+	h := &health{listed: cfg.ListsClusters()}
+	for _, c := range cfg.Clusters {
+		cs := &clusterStatus{Name: c.Name, Home: c.Home(), Resources: []*resourceStatus{}}
+		for _, r := range cfg.ResourcesIn(c.Name) {
+			cs.Resources = append(cs.Resources, &resourceStatus{Resource: r.Name(), Mode: string(r.Mode)})
+		}
+		h.clusters = append(h.clusters, cs)
 	}
-	h.last = make([]error, len(h.names))
-	h.done = make([]bool, len(h.names))
 	return h
 }
 
-// record keeps how the last pass over resource i went: an error, or
-// writes that failed for a passing reason (the API server unreachable or
-// overloaded), make the process unready; a parent stalled for good does not.
-func (h *health) record(i int, rep engine.ResourceReport, err error) {
+// record keeps how the last pass over the i-th resource of cluster c went:
+// an error, or writes that failed for a passing reason (the API server
+// unreachable or overloaded), count as failed; a parent stalled for good
+// does not.
+func (h *health) record(c, i int, rep engine.ResourceReport, err error) {
 	if err == nil && rep.Transient > 0 {
 		err = fmt.Errorf("%d writes failed for a passing reason (API server unreachable or overloaded?)", rep.Transient)
 	}
+	now := time.Now().UTC().Truncate(time.Second)
 	h.mu.Lock()
-	h.last[i], h.done[i] = err, true
-	h.mu.Unlock()
+	defer h.mu.Unlock()
+	cs := h.clusters[c]
+	rs := cs.Resources[i]
+	rs.done, rs.failed, rs.LastPass, rs.Error = true, err != nil, &now, ""
+	if err != nil {
+		rs.Error = err.Error()
+	}
+	rs.Parents, rs.Drifted, rs.Failed, rs.Stalled, rs.Deferred = rep.Parents, rep.Drifted+rep.Missing+rep.Orphaned, rep.Failed, rep.Stalled, rep.Deferred
+	rs.Written = rep.Created + rep.Updated + rep.Deleted + rep.Released + rep.Statuses
+	cs.Error, cs.Up = "", true
+	for _, r := range cs.Resources {
+		cs.Up = cs.Up && !r.failed
+	}
+	if err == nil {
+		cs.LastSuccessfulPass = &now
+	}
+}
+
+// unreachable records why cluster c could not be made ready for a pass.
+func (h *health) unreachable(c int, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.clusters[c].Up, h.clusters[c].Error = false, err.Error()
+}
+
+// reached records the server of cluster c, once it answered.
+func (h *health) reached(c int, server string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.clusters[c].Server, h.clusters[c].Error = server, ""
 }
 
 func (h *health) setLeading(leading bool) {
@@ -65,16 +131,32 @@ func (h *health) notReady() []string {
 		return nil
 	}
 	var why []string
-	for i, name := range h.names {
-		switch {
-		case !h.active[i]:
-		case !h.done[i]:
-			why = append(why, name+": no pass finished yet")
-		case h.last[i] != nil:
-			why = append(why, fmt.Sprintf("%s: last pass failed: %v", name, h.last[i]))
+	for _, cs := range h.clusters {
+		if !cs.Home {
+			continue
+		}
+		for _, rs := range cs.Resources {
+			name := clusterPrefix(cs.Name, h.listed) + rs.Resource
+			switch {
+			case rs.Mode == string(config.ModeOff):
+			case !rs.done:
+				why = append(why, name+": no pass finished yet")
+			case rs.failed:
+				why = append(why, fmt.Sprintf("%s: last pass failed: %s", name, rs.Error))
+			}
 		}
 	}
 	return why
+}
+
+// status is the body of /statusz.
+func (h *health) status() ([]byte, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return json.MarshalIndent(struct {
+		Leading  bool             `json:"leading"`
+		Clusters []*clusterStatus `json:"clusters"`
+	}{h.leading, h.clusters}, "", "  ")
 }
 
 func (h *health) handler() http.Handler {
@@ -89,6 +171,15 @@ func (h *health) handler() http.Handler {
 			return
 		}
 		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/statusz", func(w http.ResponseWriter, _ *http.Request) {
+		body, err := h.status()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(append(body, '\n'))
 	})
 	return mux
 }

@@ -1,19 +1,16 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/resyncd/resyncd/config"
 	"github.com/resyncd/resyncd/internal/fixture"
@@ -37,20 +34,7 @@ func TestKubeconfigRotation(t *testing.T) {
 	}
 	token := func(name string) string {
 		t.Helper()
-		if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "rotate-" + name},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: reader.Name}}
-		if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tr.Status.Token
+		return fixture.ServiceAccountToken(t, cs, ns, name, reader.Name, "rotate")
 	}
 	old, next := token("old"), token("next")
 
@@ -58,26 +42,12 @@ func TestKubeconfigRotation(t *testing.T) {
 	path := filepath.Join(dir, "kubeconfig")
 	write := func(tok string) {
 		t.Helper()
-		kc, err := clientcmd.Load(env.Kubeconfig())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, a := range kc.AuthInfos {
-			a.ClientCertificate, a.ClientCertificateData, a.ClientKey, a.ClientKeyData = "", nil, "", nil
-			a.Token = tok
-		}
-		tmp := filepath.Join(dir, "kubeconfig.new")
-		if err := clientcmd.WriteToFile(*kc, tmp); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, path); err != nil {
-			t.Fatal(err)
-		}
+		fixture.WriteTokenKubeconfig(t, env.Kubeconfig(), tok, path)
 	}
 	write(old)
 	cfg := config.Default()
 	g := &globals{kubeconfig: path, requestTimeout: 10 * time.Second}
-	cl, err := g.clients(&cfg)
+	cl, err := g.connect(config.Cluster{Apply: cfg.Apply})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,77 +1,46 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"net/http"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/util/teststorage"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/resyncd/resyncd/config"
-	"github.com/resyncd/resyncd/desired"
-	"github.com/resyncd/resyncd/engine"
 	"github.com/resyncd/resyncd/internal/fixture"
 )
 
-// exportedAfterAPass runs one pass with the registry /metrics serves and
-// returns the metric families it then exports.
-func exportedAfterAPass(t *testing.T) map[string]*dto.MetricFamily {
+// dashboardQueries returns the PromQL of every panel of the Grafana
+// dashboard, by panel title, and checks its template variables.
+func dashboardQueries(t *testing.T) map[string][]string {
 	t.Helper()
-	ctx := t.Context()
-	cs := kubernetes.NewForConfigOrDie(env.Config)
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "metrics"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	fixture.CreateParent(t, dynamic.NewForConfigOrDie(env.Config), "metrics", "web", map[string]any{"image": "nginx", "port": int64(80)})
-	cfg, err := config.Load(files(t, "metrics")[3], config.Options{Renderers: desired.DefaultRegistry().Names()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, metrics := newRegistry()
-	metrics.SetLeader(true)
-	eng, err := engine.New(engine.SettingsFrom(cfg), engine.Options{REST: env.Config, Renderers: desired.DefaultRegistry(), Metrics: metrics})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := eng.SyncOnce(ctx); err != nil {
-		t.Fatal(err)
-	}
-	problems, err := testutil.GatherAndLint(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		t.Errorf("/metrics lint: %s: %s", p.Metric, p.Text)
-	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]*dto.MetricFamily{}
-	for _, mf := range mfs {
-		out[mf.GetName()] = mf
-	}
-	return out
-}
-
-// TestDashboard: every PromQL expression of the Grafana dashboard parses,
-// and every metric it uses is one resyncd exports after a pass.
-func TestDashboard(t *testing.T) {
-	exported := exportedAfterAPass(t)
 	data, err := os.ReadFile("../../deploy/helm/resyncd/dashboards/resyncd.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var dash struct {
 		Templating struct {
-			List []struct{ Name, Type string } `json:"list"`
+			List []struct {
+				Name, Type, AllValue, Definition string
+			} `json:"list"`
 		} `json:"templating"`
 		Panels []struct {
 			Title   string `json:"title"`
@@ -83,39 +52,237 @@ func TestDashboard(t *testing.T) {
 	if err := json.Unmarshal(data, &dash); err != nil {
 		t.Fatal(err)
 	}
-	hasDatasource := false
+	vars := map[string]string{}
 	for _, v := range dash.Templating.List {
-		hasDatasource = hasDatasource || (v.Name == "datasource" && v.Type == "datasource")
+		vars[v.Name] = v.Type + " " + v.Definition + " " + v.AllValue
 	}
-	if !hasDatasource {
-		t.Error("the dashboard has no datasource template variable")
+	if vars["datasource"] != "datasource  " {
+		t.Errorf("the dashboard has no datasource template variable: %q", vars["datasource"])
 	}
-	// Grafana's macros, as Grafana would expand them.
-	macros := strings.NewReplacer("$__rate_interval", "1m", "$__interval", "30s", "${datasource}", "prometheus")
-	promql := parser.NewParser(parser.Options{})
-	used := 0
+	if vars["cluster"] != "query label_values(resyncd_cluster_up, cluster) .*" {
+		t.Errorf("the cluster template variable is %q, want the clusters of resyncd_cluster_up, All = .*", vars["cluster"])
+	}
+	out := map[string][]string{}
 	for _, p := range dash.Panels {
 		for _, target := range p.Targets {
-			expr, err := promql.ParseExpr(macros.Replace(target.Expr))
-			if err != nil {
-				t.Errorf("panel %q: %q does not parse: %v", p.Title, target.Expr, err)
-				continue
-			}
-			parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
-				vs, ok := node.(*parser.VectorSelector)
-				if !ok {
-					return nil
-				}
-				used++
-				if !isExported(exported, vs.Name) {
-					t.Errorf("panel %q uses %s, which resyncd does not export", p.Title, vs.Name)
-				}
-				return nil
-			})
+			out[p.Title] = append(out[p.Title], target.Expr)
 		}
 	}
-	if used == 0 {
-		t.Error("the dashboard uses no metric")
+	if len(out) == 0 {
+		t.Fatal("the dashboard has no panel with a query")
+	}
+	return out
+}
+
+// TestDashboard: resyncd runs with three clusters: two that answer (the
+// test API server through --kubeconfig, and again through a kubeconfig
+// file, each watching a namespace of its own, one with drift to repair)
+// and one whose kubeconfig names a port nothing listens on. Its /metrics
+// is scraped a few times, the samples go into Prometheus's query engine
+// (in-memory storage), and every panel's query, with Grafana's variables
+// substituted (cluster: All, and each cluster alone), returns at least one
+// series; the cluster variable's own query finds the three clusters.
+func TestDashboard(t *testing.T) {
+	queries := dashboardQueries(t)
+	ctx := t.Context()
+	cs := kubernetes.NewForConfigOrDie(env.Config)
+	dyn := dynamic.NewForConfigOrDie(env.Config)
+	for _, ns := range []string{"dash-home", "dash-mirror"} {
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"web", "api"} {
+			fixture.CreateParent(t, dyn, ns, name, map[string]any{"image": "nginx", "port": int64(80)})
+		}
+	}
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kc, env.Kubeconfig(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	down := kubeconfigFor(t, "https://"+freePort(t))[1]
+	metricsAddr := freePort(t)
+	cfg := filepath.Join(dir, "config.yaml")
+	body := `metrics: {address: "` + metricsAddr + `"}
+health: {address: "127.0.0.1:0"}
+log: {level: error}
+clusters:
+  - name: home
+  - {name: mirror, kubeconfig: ` + kc + `}
+  - {name: down, kubeconfig: ` + down + `}
+resources:
+  - {group: resyncd.io, version: v1alpha1, resource: httpservices, renderer: httpservice, interval: 1s, namespaces: [dash-home], clusters: [home, down]}
+  - {group: resyncd.io, version: v1alpha1, resource: httpservices, renderer: httpservice, interval: 1s, namespaces: [dash-mirror], clusters: [mirror]}
+`
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	var out syncBuffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("resyncd run:\n%s", out.String())
+		}
+	})
+	go func() {
+		done <- newRootCommand(&out, &out, []string{"run", "--config", cfg, "--kubeconfig", kc, "--request-timeout", "2s"}).ExecuteContext(runCtx)
+	}()
+	metricsURL := "http://" + metricsAddr + "/metrics"
+	fixture.Eventually(t, "both answering clusters converged", time.Minute, func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("run stopped: %v", err)
+		default:
+		}
+		deps, err := cs.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=resyncd"})
+		n := 0
+		for _, d := range deps.Items {
+			if strings.HasPrefix(d.Namespace, "dash-") {
+				n++
+			}
+		}
+		return err == nil && n == 4
+	})
+	force := true
+	patch := []byte(`{"apiVersion":"apps/v1","kind":"Deployment","spec":{"replicas":3}}`)
+	if _, err := cs.AppsV1().Deployments("dash-home").Patch(ctx, "web", types.ApplyPatchType, patch, metav1.PatchOptions{FieldManager: "intruder", Force: &force}); err != nil {
+		t.Fatal(err)
+	}
+	st := teststorage.New(t)
+	var last time.Time
+	for i := 0; i < 4; i++ {
+		time.Sleep(1500 * time.Millisecond)
+		last = time.Now()
+		loadScrape(t, st, metricsURL, last)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+
+	promEngine := promql.NewEngine(promql.EngineOpts{MaxSamples: 1_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
+	eval := func(qs string) promql.Vector {
+		t.Helper()
+		q, err := promEngine.NewInstantQuery(ctx, st, nil, qs, last)
+		if err != nil {
+			t.Fatalf("%s: %v", qs, err)
+		}
+		res := q.Exec(ctx)
+		if res.Err != nil {
+			t.Fatalf("%s: %v", qs, res.Err)
+		}
+		v, err := res.Vector()
+		if err != nil {
+			t.Fatalf("%s: %v", qs, err)
+		}
+		return v
+	}
+	// The cluster variable: label_values(resyncd_cluster_up, cluster).
+	var clusters []string
+	up := map[string]float64{}
+	for _, s := range eval("resyncd_cluster_up") {
+		c := s.Metric.Get("cluster")
+		clusters = append(clusters, c)
+		up[c] = s.F
+	}
+	if len(clusters) != 3 || up["home"] != 1 || up["mirror"] != 1 || up["down"] != 0 {
+		t.Errorf("resyncd_cluster_up: %v; want home and mirror 1, down 0", up)
+	}
+	if v := eval(`sum(resyncd_drift_total{cluster="home",reason="changed"})`); len(v) != 1 || v[0].F < 1 {
+		t.Errorf("the drift made in home was not counted: %v", v)
+	}
+	for _, value := range append([]string{".*"}, "home", "mirror") {
+		macros := strings.NewReplacer("$__rate_interval", "1m", "$__interval", "30s", "${datasource}", "prometheus", "$cluster", value)
+		for title, exprs := range queries {
+			for _, expr := range exprs {
+				if v := eval(macros.Replace(expr)); len(v) == 0 {
+					t.Errorf("panel %q, cluster %s: %s returns no series", title, value, expr)
+				}
+			}
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// loadScrape scrapes url and appends every sample to st at time at, as a
+// Prometheus scrape would: a histogram as its _bucket, _sum and _count
+// series, a summary as its quantiles, _sum and _count.
+func loadScrape(t *testing.T, st *teststorage.TestStorage, url string, at time.Time) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("scrape: %v", err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("scrape: %v", err)
+	}
+	app := st.Appender(t.Context())
+	ts := at.UnixMilli()
+	add := func(name string, m *dto.Metric, v float64, extra ...string) {
+		b := labels.NewScratchBuilder(len(m.GetLabel()) + 2)
+		b.Add(labels.MetricName, name)
+		for _, l := range m.GetLabel() {
+			b.Add(l.GetName(), l.GetValue())
+		}
+		for i := 0; i+1 < len(extra); i += 2 {
+			b.Add(extra[i], extra[i+1])
+		}
+		b.Sort()
+		if _, err := app.Append(0, b.Labels(), ts, v); err != nil {
+			t.Fatalf("append %s: %v", name, err)
+		}
+	}
+	for name, mf := range families {
+		for _, m := range mf.GetMetric() {
+			switch mf.GetType() {
+			case dto.MetricType_COUNTER:
+				add(name, m, m.GetCounter().GetValue())
+			case dto.MetricType_GAUGE:
+				add(name, m, m.GetGauge().GetValue())
+			case dto.MetricType_UNTYPED:
+				add(name, m, m.GetUntyped().GetValue())
+			case dto.MetricType_HISTOGRAM:
+				h := m.GetHistogram()
+				for _, b := range h.GetBucket() {
+					add(name+"_bucket", m, float64(b.GetCumulativeCount()), "le", strconv.FormatFloat(b.GetUpperBound(), 'g', -1, 64))
+				}
+				add(name+"_bucket", m, float64(h.GetSampleCount()), "le", "+Inf")
+				add(name+"_sum", m, h.GetSampleSum())
+				add(name+"_count", m, float64(h.GetSampleCount()))
+			case dto.MetricType_SUMMARY:
+				s := m.GetSummary()
+				for _, q := range s.GetQuantile() {
+					add(name, m, q.GetValue(), "quantile", strconv.FormatFloat(q.GetQuantile(), 'g', -1, 64))
+				}
+				add(name+"_sum", m, s.GetSampleSum())
+				add(name+"_count", m, float64(s.GetSampleCount()))
+			}
+		}
+	}
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
 	}
 }
 

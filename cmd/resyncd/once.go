@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -36,25 +37,23 @@ func runOnce(ctx context.Context, g *globals) error {
 		return exitWith(exitCodeOf(err, 1), err)
 	}
 	defer func() { _ = p.log.Sync() }()
-	d := &daemon{cfg: p.cfg, cl: p.cl}
-	rec, stop := d.recorder(ctx)
-	defer stop()
-	eng, err := engine.New(engine.SettingsFrom(p.cfg), engine.Options{REST: p.cl.rest, Renderers: p.renderers, Log: p.log, Events: rec})
-	if err != nil {
-		return err
-	}
-	rep, passErr := eng.SyncOnce(ctx)
-	if err := printSummary(g.stdout, rep); err != nil {
+	reps, passErr := g.passOnce(ctx, p, func(t *target) (engine.Options, func()) {
+		rec, stop := newRecorder(ctx, t.cl.kube)
+		return engine.Options{Events: rec}, stop
+	})
+	if err := printSummary(g.stdout, reps, p.cfg.ListsClusters()); err != nil {
 		return err
 	}
 	if passErr != nil {
-		passErr = g.explain(p.cl, passErr)
 		return exitWith(exitCodeOf(passErr, 1), passErr)
 	}
 	var problems []error
-	for _, r := range rep.Resources {
-		if r.Failed > 0 || r.Stalled > 0 || r.Deferred > 0 {
-			problems = append(problems, fmt.Errorf("%s: %d writes failed, %d parents stalled, %d writes deferred", r.Resource, r.Failed, r.Stalled, r.Deferred))
+	for _, cr := range reps {
+		for _, r := range cr.Resources {
+			if r.Failed > 0 || r.Stalled > 0 || r.Deferred > 0 {
+				problems = append(problems, fmt.Errorf("%s%s: %d writes failed, %d parents stalled, %d writes deferred",
+					clusterPrefix(cr.cluster, p.cfg.ListsClusters()), r.Resource, r.Failed, r.Stalled, r.Deferred))
+			}
 		}
 	}
 	if len(problems) > 0 {
@@ -63,12 +62,74 @@ func runOnce(ctx context.Context, g *globals) error {
 	return nil
 }
 
-func printSummary(w io.Writer, rep engine.Report) error {
+// clusterReport is what one pass did in one cluster.
+type clusterReport struct {
+	cluster string
+	engine.Report
+}
+
+// passOnce runs one pass over every cluster at once, each with its own
+// engine, and returns their reports in the configuration's order. A
+// cluster that does not answer fails alone: its error is returned with
+// the others', and every other cluster's pass runs. with gives the options
+// of a cluster's engine (Log and REST are set here) and what to call when
+// its pass is over.
+func (g *globals) passOnce(ctx context.Context, p *prepared, with func(*target) (engine.Options, func())) ([]clusterReport, error) {
+	reps := make([]clusterReport, len(p.targets))
+	errs := make([]error, len(p.targets))
+	var wg sync.WaitGroup
+	for i, t := range p.targets {
+		reps[i].cluster = t.cfg.Name
+		wg.Go(func() {
+			if !t.ready() {
+				if errs[i] = g.readyTarget(p.cfg, t); errs[i] != nil {
+					return
+				}
+			}
+			opts, done := with(t)
+			defer done()
+			opts.REST, opts.Renderers, opts.Log = t.cl.rest, t.renderers, p.log
+			eng, err := engine.New(engine.SettingsFor(p.cfg, t.cfg), opts)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			reps[i].Report, err = eng.SyncOnce(ctx)
+			if err != nil {
+				errs[i] = g.explain(t.cl, err)
+				if p.cfg.ListsClusters() {
+					errs[i] = fmt.Errorf("cluster %s: %w", t.cfg.Name, errs[i])
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return reps, errors.Join(errs...)
+}
+
+// clusterPrefix is "NAME/" when the configuration lists clusters, else "".
+func clusterPrefix(name string, listed bool) string {
+	if !listed {
+		return ""
+	}
+	return name + "/"
+}
+
+func printSummary(w io.Writer, reps []clusterReport, listed bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RESOURCE\tPARENTS\tIN SYNC\tDRIFTED\tMISSING\tORPHANED\tTAKEN\tCREATED\tUPDATED\tDELETED\tRELEASED\tSTATUSES\tDEFERRED\tWITHHELD\tFAILED\tSTALLED\tDURATION")
-	for _, r := range rep.Resources {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", r.Resource, r.Parents, r.InSync, r.Drifted,
-			r.Missing, r.Orphaned, r.Taken, r.Created, r.Updated, r.Deleted, r.Released, r.Statuses, r.Deferred, r.Withheld, r.Failed, r.Stalled, r.Duration.Round(1e6))
+	head := "RESOURCE\tPARENTS\tIN SYNC\tDRIFTED\tMISSING\tORPHANED\tTAKEN\tCREATED\tUPDATED\tDELETED\tRELEASED\tSTATUSES\tDEFERRED\tWITHHELD\tFAILED\tSTALLED\tDURATION"
+	if listed {
+		head = "CLUSTER\t" + head
+	}
+	fmt.Fprintln(tw, head)
+	for _, cr := range reps {
+		for _, r := range cr.Resources {
+			if listed {
+				fmt.Fprintf(tw, "%s\t", cr.cluster)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", r.Resource, r.Parents, r.InSync, r.Drifted,
+				r.Missing, r.Orphaned, r.Taken, r.Created, r.Updated, r.Deleted, r.Released, r.Statuses, r.Deferred, r.Withheld, r.Failed, r.Stalled, r.Duration.Round(1e6))
+		}
 	}
 	return tw.Flush()
 }

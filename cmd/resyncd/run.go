@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -25,13 +26,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/resyncd/resyncd/config"
-	"github.com/resyncd/resyncd/desired"
 	"github.com/resyncd/resyncd/engine"
 )
 
@@ -56,9 +57,11 @@ func newRunCommand(g *globals) *cobra.Command {
 
 // daemon holds what `resyncd run` wires together.
 type daemon struct {
+	g       *globals
 	cfg     *config.Config
 	log     *zap.Logger
-	cl      *clients
+	home    *clients
+	targets []*target
 	reg     *prometheus.Registry
 	metrics *engine.Metrics
 	health  *health
@@ -66,7 +69,6 @@ type daemon struct {
 	passNow chan os.Signal
 	// passTimeout bounds each pass.
 	passTimeout time.Duration
-	renderers   desired.Registry
 }
 
 func runDaemon(ctx context.Context, g *globals) error {
@@ -74,17 +76,21 @@ func runDaemon(ctx context.Context, g *globals) error {
 	if err != nil {
 		return exitWith(1, err)
 	}
-	cfg, log, cl := p.cfg, p.log, p.cl
+	cfg, log := p.cfg, p.log
 	defer func() { _ = log.Sync() }()
 	reg, metrics := newRegistry()
-	d := &daemon{cfg: cfg, log: log, cl: cl, reg: reg, metrics: metrics, health: newHealth(cfg), passNow: make(chan os.Signal, 1),
-		passTimeout: g.passTimeout, renderers: p.renderers}
+	d := &daemon{g: g, cfg: cfg, log: log, home: p.home, targets: p.targets, reg: reg, metrics: metrics, health: newHealth(cfg),
+		passNow: make(chan os.Signal, 1), passTimeout: g.passTimeout}
 	// Caught from the start: SIGUSR1's default action would kill a
 	// follower, or a leader not yet running its passes.
 	signal.Notify(d.passNow, syscall.SIGUSR1)
 	defer signal.Stop(d.passNow)
 
-	log.Info("Starting", zap.String("version", version), zap.String("server", cl.rest.Host),
+	server := ""
+	if p.home != nil {
+		server = p.home.rest.Host
+	}
+	log.Info("Starting", zap.String("version", version), zap.String("server", server), zap.Int("clusters", len(p.targets)),
 		zap.Int("resources", len(cfg.Resources)), zap.Bool("leaderElection", cfg.LeaderElection.Enabled))
 	metricsHandler := http.Handler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	var metricsTLSConfig *tls.Config
@@ -92,7 +98,7 @@ func runDaemon(ctx context.Context, g *globals) error {
 		if metricsTLSConfig, err = metricsTLS(cfg.Metrics); err != nil {
 			return exitWith(1, fmt.Errorf("%s: metrics: %w", cfg.Where("metrics.certFile"), err))
 		}
-		metricsHandler = newMetricsGuard(cl.kube, metricsHandler)
+		metricsHandler = newMetricsGuard(p.home.kube, metricsHandler)
 	}
 	eg, ctx := errgroup.WithContext(ctx)
 	eg.Go(func() error { return serve(ctx, log, "metrics", cfg.Metrics.Address, metricsHandler, metricsTLSConfig) })
@@ -131,7 +137,7 @@ func (d *daemon) lead(ctx context.Context) error {
 	id := host + "_" + string(uuid.NewUUID())
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metaName(le.Namespace, le.LeaseName),
-		Client:     d.cl.kube.CoordinationV1(),
+		Client:     d.home.kube.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 	}
 	var passErr error
@@ -185,7 +191,7 @@ func (d *daemon) lead(ctx context.Context) error {
 func (d *daemon) checkLease(ctx context.Context) error {
 	le := d.cfg.LeaderElection
 	lease := &coordinationv1.Lease{ObjectMeta: metaName(le.Namespace, le.LeaseName)}
-	_, err := d.cl.kube.CoordinationV1().Leases(le.Namespace).Create(ctx, lease, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	_, err := d.home.kube.CoordinationV1().Leases(le.Namespace).Create(ctx, lease, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	where := d.cfg.Where("leaderElection.namespace")
 	switch {
 	case apierrors.IsNotFound(err):
@@ -196,21 +202,16 @@ func (d *daemon) checkLease(ctx context.Context) error {
 	return nil
 }
 
-// passes runs a pass over each resource on its own interval until ctx ends.
+// passes runs a pass over each resource of each cluster on its own
+// interval until ctx ends. Every cluster has its own engine: its own
+// clients, limiter, write budget and workers.
 func (d *daemon) passes(ctx context.Context) error {
-	rec, stop := d.recorder(ctx)
-	defer stop()
-	eng, err := engine.New(engine.SettingsFrom(d.cfg), engine.Options{
-		REST: d.cl.rest, Renderers: d.renderers, Metrics: d.metrics,
-		Log: d.log, Events: rec, PassTimeout: d.passTimeout,
-	})
-	if err != nil {
-		return err
-	}
 	select {
 	case <-d.passNow: // sent while following: the first pass is now anyway
 	default:
 	}
+	var mu sync.Mutex
+	var engines []*engine.Engine
 	go func() {
 		for {
 			select {
@@ -218,25 +219,86 @@ func (d *daemon) passes(ctx context.Context) error {
 				return
 			case <-d.passNow:
 				d.log.Info("Pass requested", zap.String("signal", "SIGUSR1"))
-				eng.PassNow()
+				mu.Lock()
+				for _, e := range engines {
+					e.PassNow()
+				}
+				mu.Unlock()
 			}
 		}
 	}()
-	eng.Run(ctx, d.health.record)
+	var wg sync.WaitGroup
+	for i, t := range d.targets {
+		wg.Go(func() {
+			d.syncCluster(ctx, i, t, func(e *engine.Engine) {
+				mu.Lock()
+				engines = append(engines, e)
+				mu.Unlock()
+			})
+		})
+	}
+	wg.Wait()
 	return ctx.Err()
+}
+
+// syncCluster makes cluster t ready, retrying on the shortest interval of
+// its resources with backoff while it does not answer, then runs its
+// passes until ctx ends; started receives its engine.
+func (d *daemon) syncCluster(ctx context.Context, c int, t *target, started func(*engine.Engine)) {
+	log := d.log.With(zap.String("cluster", t.cfg.Name))
+	if len(t.resources) == 0 {
+		log.Info("No watched resource in the cluster")
+		return
+	}
+	interval := t.resources[0].Interval
+	for _, r := range t.resources {
+		interval = min(interval, r.Interval)
+	}
+	d.metrics.SetClusterUp(t.cfg.Name, t.ready())
+	for failures := 1; !t.ready(); failures++ {
+		err := d.g.readyTarget(d.cfg, t)
+		if err == nil {
+			break
+		}
+		d.metrics.SetClusterUp(t.cfg.Name, false)
+		d.health.unreachable(c, err)
+		wait := engine.Backoff(interval, failures)
+		log.Warn("Cluster not ready", zap.Error(err), zap.Int("attempt", failures), zap.Duration("retryIn", wait))
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+	}
+	d.health.reached(c, t.server())
+	rec, stop := newRecorder(ctx, t.cl.kube)
+	defer stop()
+	eng, err := engine.New(engine.SettingsFor(d.cfg, t.cfg), engine.Options{
+		REST: t.cl.rest, Renderers: t.renderers, Metrics: d.metrics,
+		Log: d.log, Events: rec, PassTimeout: d.passTimeout,
+	})
+	if err != nil {
+		d.health.unreachable(c, err)
+		log.Error("Cluster not synced", zap.Error(err))
+		return
+	}
+	started(eng)
+	eng.Run(ctx, func(i int, rep engine.ResourceReport, err error) { d.health.record(c, i, rep, err) })
 }
 
 // eventFlushTimeout bounds how long stopping the recorder waits for the
 // Events recorded to be written.
 const eventFlushTimeout = 5 * time.Second
 
-// recorder returns an Event recorder writing through events.k8s.io/v1,
+// newRecorder returns an Event recorder writing through events.k8s.io/v1,
 // and the function that stops it once the Events recorded are written,
 // or eventFlushTimeout has passed: the broadcaster writes on its own
 // goroutine, and its Shutdown does not wait, so the last pass of `once`
 // would otherwise lose its Events.
-func (d *daemon) recorder(ctx context.Context) (events.EventRecorder, func()) {
-	sink := &countingSink{EventSink: &events.EventSinkImpl{Interface: d.cl.kube.EventsV1()}}
+func newRecorder(ctx context.Context, kube kubernetes.Interface) (events.EventRecorder, func()) {
+	sink := &countingSink{EventSink: &events.EventSinkImpl{Interface: kube.EventsV1()}}
 	b := events.NewBroadcaster(sink)
 	b.StartRecordingToSink(ctx.Done())
 	rec := &countingRecorder{EventRecorder: b.NewRecorder(scheme.Scheme, "resyncd")}

@@ -69,18 +69,29 @@ func newLogger(c config.Log) (*zap.Logger, error) {
 	return log, nil
 }
 
-// clients are the connections to the API server.
+// clients are the connections to one API server.
 type clients struct {
 	rest *rest.Config
 	kube kubernetes.Interface
 }
 
-func (g *globals) clients(cfg *config.Config) (*clients, error) {
+// connect builds the clients of cluster c: through its kubeconfig file
+// when it names one, else through --kubeconfig (or $KUBECONFIG,
+// ~/.kube/config, the in-cluster configuration). Nothing is asked of the
+// server yet.
+func (g *globals) connect(c config.Cluster) (*clients, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = g.kubeconfig
+	context := g.context
+	if c.Kubeconfig != "" {
+		rules = &clientcmd.ClientConfigLoadingRules{ExplicitPath: c.KubeconfigPath()}
+	}
+	if c.Context != "" {
+		context = c.Context
+	}
 	load := func() (*rest.Config, error) {
 		return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-			&clientcmd.ConfigOverrides{CurrentContext: g.context}).ClientConfig()
+			&clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
 	}
 	rc, err := load()
 	if err != nil {
@@ -101,8 +112,8 @@ func (g *globals) clients(cfg *config.Config) (*clients, error) {
 	rc.Timeout = g.requestTimeout
 	// resyncd paces its writes itself (apply.qps); client-go's own limiter
 	// must not throttle the LISTs of a pass below that.
-	rc.QPS = max(float32(cfg.Apply.QPS)*2, 50)
-	rc.Burst = max(cfg.Apply.Burst*2, 100)
+	rc.QPS = max(float32(c.Apply.QPS)*2, 50)
+	rc.Burst = max(c.Apply.Burst*2, 100)
 	kc, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, err
@@ -113,7 +124,7 @@ func (g *globals) clients(cfg *config.Config) (*clients, error) {
 // checkServed asks discovery whether the API server serves each watched
 // resource, and reports every one it does not, with the configuration's
 // file and line, before any pass.
-func checkServed(disc discovery.DiscoveryInterface, cfg *config.Config) error {
+func checkServed(disc discovery.DiscoveryInterface, cfg *config.Config, resources []config.Resource) error {
 	// A 404 from something that is not an API server (a wrong port, a web
 	// server behind the address) must not read as a missing CRD.
 	if _, err := disc.ServerVersion(); err != nil {
@@ -125,8 +136,8 @@ func checkServed(disc discovery.DiscoveryInterface, cfg *config.Config) error {
 		return fmt.Errorf("the server does not answer like a Kubernetes API server (GET /version: %w); check --kubeconfig and --context", err)
 	}
 	var problems []string
-	for i, r := range cfg.Resources {
-		key := fmt.Sprintf("resources[%d]", i)
+	for _, r := range resources {
+		key := r.Key()
 		gv := r.Version
 		if r.Group != "" {
 			gv = r.Group + "/" + r.Version
@@ -158,14 +169,40 @@ func checkServed(disc discovery.DiscoveryInterface, cfg *config.Config) error {
 type prepared struct {
 	cfg *config.Config
 	log *zap.Logger
-	cl  *clients
-	// renderers hold the built-in renderers and the watched graphs,
-	// type-checked against the API server's schemas.
+	// home is the connection resyncd runs with (--kubeconfig, or the
+	// in-cluster configuration): leader election, the metrics guard and
+	// the clusters that name no kubeconfig file. Nil when nothing needs it.
+	home *clients
+	// targets are the clusters, in the configuration's order.
+	targets []*target
+}
+
+// target is one cluster, as the commands see it.
+type target struct {
+	cfg       config.Cluster
+	resources []config.Resource
+	// cl and renderers are set once the cluster answered: it serves every
+	// watched resource, and the graphs are type-checked against its schemas.
+	cl        *clients
 	renderers desired.Registry
 }
 
-// prepare loads the configuration, builds the logger and the clients, and
-// checks that the API server serves every watched resource.
+func (t *target) ready() bool { return t.renderers != nil }
+
+// server is the address of the cluster's API server, once known.
+func (t *target) server() string {
+	if t.cl == nil {
+		return ""
+	}
+	return t.cl.rest.Host
+}
+
+// prepare loads the configuration and builds the logger, and makes ready
+// the clusters reached through resyncd's own connection: an error of
+// theirs (the API server does not answer, a resource is not served) stops
+// the command, as restarting with a fixed configuration would help. The
+// clusters of kubeconfig files are made ready by the command, each on its
+// own (readyTarget), so that one that does not answer holds up no other.
 func (g *globals) prepare() (*prepared, error) {
 	cfg, err := g.loadConfig()
 	if err != nil {
@@ -175,18 +212,57 @@ func (g *globals) prepare() (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl, err := g.clients(cfg)
-	if err != nil {
-		return nil, err
+	p := &prepared{cfg: cfg, log: log}
+	needHome := cfg.LeaderElection.Enabled || cfg.Metrics.Secure
+	for _, c := range cfg.Clusters {
+		p.targets = append(p.targets, &target{cfg: c, resources: cfg.ResourcesIn(c.Name)})
+		needHome = needHome || c.Home()
 	}
-	if err := checkServed(cl.kube.Discovery(), cfg); err != nil {
-		return nil, g.explain(cl, err)
+	if needHome {
+		if p.home, err = g.connect(config.Cluster{Apply: cfg.Apply}); err != nil {
+			return nil, err
+		}
 	}
-	reg, err := renderers(cfg, cl.kube.Discovery())
-	if err != nil {
-		return nil, g.explain(cl, err)
+	for _, t := range p.targets {
+		if !t.cfg.Home() {
+			continue
+		}
+		if t.cfg.Context == "" {
+			t.cl = p.home
+		}
+		if err := g.readyTarget(cfg, t); err != nil {
+			return nil, err
+		}
 	}
-	return &prepared{cfg: cfg, log: log, cl: cl, renderers: reg}, nil
+	return p, nil
+}
+
+// readyTarget connects to cluster t, checks that its API server serves
+// each resource watched there, and compiles the graphs against its
+// schemas. A cluster of a kubeconfig file names itself in the error.
+func (g *globals) readyTarget(cfg *config.Config, t *target) error {
+	err := func() error {
+		if t.cl == nil {
+			cl, err := g.connect(t.cfg)
+			if err != nil {
+				return err
+			}
+			t.cl = cl
+		}
+		if err := checkServed(t.cl.kube.Discovery(), cfg, t.resources); err != nil {
+			return g.explain(t.cl, err)
+		}
+		reg, err := renderers(cfg, t.resources, t.cl.kube.Discovery())
+		if err != nil {
+			return g.explain(t.cl, err)
+		}
+		t.renderers = reg
+		return nil
+	}()
+	if err != nil && !t.cfg.Home() {
+		return fmt.Errorf("cluster %s (%s): %w", t.cfg.Name, t.cfg.Kubeconfig, err)
+	}
+	return err
 }
 
 // errNoAnswer marks an error of a server that did not answer in time.

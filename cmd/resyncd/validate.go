@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -35,7 +37,18 @@ func newValidateCommand(g *globals) *cobra.Command {
 				if err != nil {
 					return exitWith(exitCodeOf(err, 1), err)
 				}
-				how = "every resource served by " + p.cl.rest.Host + ", graphs type-checked against its schemas"
+				var errs []error
+				var servers []string
+				for _, t := range p.targets {
+					if !t.ready() {
+						errs = append(errs, g.readyTarget(p.cfg, t))
+					}
+					servers = append(servers, t.server())
+				}
+				if err := errors.Join(errs...); err != nil {
+					return exitWith(exitCodeOf(err, 1), err)
+				}
+				how = "every resource served by " + strings.Join(servers, ", ") + ", graphs type-checked against its schemas"
 			}
 			if graphs == 0 {
 				how = "no graph"

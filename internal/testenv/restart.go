@@ -55,6 +55,26 @@ func (e *Env) RestartAPIServer(downtime time.Duration) error {
 	})
 }
 
+// SignalAPIServer sends sig to kube-apiserver: SIGSTOP freezes it (it
+// keeps its connections and port, and answers nothing: the worst case of
+// a hung server), SIGCONT lets it go on. Stop thaws it first, else its
+// shutdown would wait forever.
+func (e *Env) SignalAPIServer(sig syscall.Signal) error {
+	u, err := url.Parse(e.Config.Host)
+	if err != nil {
+		return err
+	}
+	pid, _, err := findAPIServer(u.Port())
+	if err != nil {
+		return err
+	}
+	e.frozen = sig == syscall.SIGSTOP
+	if sig == syscall.SIGSTOP {
+		e.frozenPID = pid
+	}
+	return syscall.Kill(pid, sig)
+}
+
 // findAPIServer finds the kube-apiserver serving on port and its command line.
 func findAPIServer(port string) (int, []string, error) {
 	entries, err := os.ReadDir("/proc")

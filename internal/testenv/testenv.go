@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -47,6 +48,10 @@ type Env struct {
 	clusterDir string
 	afterStop  func()
 	output     *os.File
+	// frozen is set while SignalAPIServer has stopped kube-apiserver
+	// (frozenPID) with SIGSTOP.
+	frozen    bool
+	frozenPID int
 }
 
 // Start builds nothing: it starts etcd and kube-apiserver from the binaries
@@ -117,6 +122,10 @@ func Start(opts Options) (*Env, error) {
 func (e *Env) Stop() error {
 	if e == nil || e.env == nil {
 		return nil
+	}
+	if e.frozen {
+		_ = syscall.Kill(e.frozenPID, syscall.SIGCONT)
+		e.frozen = false
 	}
 	err := errors.Join(e.stopCluster(), e.env.Stop())
 	if e.afterStop != nil {
