@@ -89,12 +89,16 @@ func TestBenchRuns(t *testing.T) {
 			t.Errorf("%s cold: %v child writes, want 20", s.Contender, s.Traffic.ChildWrites)
 		case s.Phase == "steady" && (s.Contender == resyncdName || s.Contender == listName) && (s.Traffic.Requests != 4 || s.Traffic.Lists != 4):
 			t.Errorf("%s steady: %+v, want 4 LISTs and nothing else", s.Contender, s.Traffic)
-		case s.Phase == "drift" && (s.Drifted != 1 || s.StillDrifted != 0 || s.Traffic.ChildWrites != 1):
+		case s.Phase == "steady" && s.Contender == resyncdTwoName && (s.Traffic.Requests != 8 || s.Traffic.Lists != 8):
+			t.Errorf("%s steady: %+v, want 4 LISTs in each cluster and nothing else", s.Contender, s.Traffic)
+		case s.Phase == "drift" && s.Contender == resyncdTwoName && (s.Drifted != 2 || s.StillDrifted != 0 || s.Traffic.ChildWrites != 2):
+			t.Errorf("%s drift: %d drifted, %d left, %v child writes; want 2 (one in each cluster), 0, 2", s.Contender, s.Drifted, s.StillDrifted, s.Traffic.ChildWrites)
+		case s.Phase == "drift" && s.Contender != resyncdTwoName && (s.Drifted != 1 || s.StillDrifted != 0 || s.Traffic.ChildWrites != 1):
 			t.Errorf("%s drift: %d drifted, %d left, %v child writes; want 1, 0, 1", s.Contender, s.Drifted, s.StillDrifted, s.Traffic.ChildWrites)
 		}
 	}
 	for _, want := range []string{"raw-ssa-floor cold", "resyncd cold", "resyncd first", "resyncd steady", "raw-list steady",
-		"resyncd again", "resyncd-server steady", "controller-runtime cold", "controller-runtime steady", "controller-runtime drift"} {
+		"resyncd again", "resyncd-server steady", "resyncd-2-clusters cold", "resyncd-2-clusters steady", "controller-runtime cold", "controller-runtime steady", "controller-runtime drift"} {
 		if !seen[want] {
 			t.Errorf("no sample of %s", want)
 		}
@@ -103,7 +107,7 @@ func TestBenchRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(md), "### N = 10") || !strings.Contains(string(md), "| resyncd |") {
+	if !strings.Contains(string(md), "### N = 10") || !strings.Contains(string(md), "| resyncd |") || !strings.Contains(string(md), "| steady pass, requests | 4 | 8 | 2.00× |") {
 		t.Errorf("report has no table for N = 10:\n%s", md)
 	}
 	// -from writes the same report from the samples alone.

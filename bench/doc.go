@@ -36,6 +36,14 @@ from the samples of a run.
   - **resyncd, HttpService as a graph**: the same as resyncd, with
     ` + "`testdata/graphs/httpservice.yaml`" + ` in place of the built-in renderer: the same
     children, from CEL templates compiled against the API server's schemas at start.
+  - **resyncd, two clusters of N/2**: the same as resyncd, with a second control
+    plane (started beside the first when this contender first runs, idle
+    otherwise) and the N parents split, N/2 in each; one resyncd process with a
+    ` + "`clusters`" + ` section keeps both in sync, each with its own clients, limiter and
+    workers. Its pass time is its slower cluster's; its requests and bytes are
+    both servers'. Both control planes share the machine's cores with resyncd, so
+    the figure shows what one process pays for a second cluster, not the speed-up
+    two machines would give.
   - **controller-runtime**: the reconciler a team would write: typed API structs,
     ` + "`For(HttpService).Owns(Deployment).Owns(Service)`" + `, ` + "`CreateOrUpdate`" + ` of
     both children setting each field it owns (so that defaults compare equal), and

@@ -38,7 +38,10 @@ type contender struct {
 	// Config is resyncd's configuration: the steady and drift passes are
 	// passes of one `resyncd run`, started with SIGUSR1.
 	Config string
-	args   func(b *bench, n int) []string
+	// TwoClusters: the N parents are split over two control planes, N/2
+	// in each, which one resyncd keeps in sync.
+	TwoClusters bool
+	args        func(b *bench, n int) []string
 }
 
 const (
@@ -46,6 +49,7 @@ const (
 	resyncdName       = "resyncd"
 	resyncdServerName = "resyncd-server"
 	resyncdGraphName  = "resyncd-graph"
+	resyncdTwoName    = "resyncd-2-clusters"
 	crName            = "controller-runtime"
 	listName          = "raw-list"
 	runTimeout        = 15 * time.Minute
@@ -64,6 +68,9 @@ func contenders() []contender {
 		}},
 		{Name: resyncdGraphName, ManagedBy: "resyncd", Repeats: true, Config: "graph", args: func(b *bench, _ int) []string {
 			return []string{b.resyncd, "once", "--config", b.configs["graph"], "--kubeconfig", b.kubeconfig}
+		}},
+		{Name: resyncdTwoName, ManagedBy: "resyncd", Repeats: true, Config: "clusters", TwoClusters: true, args: func(b *bench, _ int) []string {
+			return []string{b.resyncd, "once", "--config", b.configs["clusters"]}
 		}},
 		{Name: crName, ManagedBy: crManagedBy, UntilConverged: true, Repeats: true, args: func(b *bench, n int) []string {
 			return []string{b.self, "cr", "--kubeconfig", b.kubeconfig, "--expect", strconv.Itoa(n)}
@@ -132,9 +139,13 @@ type bench struct {
 	configs                   map[string]string
 	cl                        *cluster
 	env                       *testenv.Env
-	coldMax                   int
-	only                      map[string]bool
-	profile                   string
+	// second is the second cluster of the two-cluster contender, and its
+	// control plane, started when that contender first runs.
+	second    *cluster
+	secondEnv *testenv.Env
+	coldMax   int
+	only      map[string]bool
+	profile   string
 }
 
 func orchestrate(args []string) error {
@@ -183,7 +194,7 @@ func orchestrate(args []string) error {
 		}
 	}
 	defer func() {
-		if err := b.env.Stop(); err != nil {
+		if err := errors.Join(b.env.Stop(), b.secondEnv.Stop()); err != nil {
 			fmt.Fprintln(os.Stderr, "bench: stop control plane:", err)
 		}
 	}()
@@ -316,26 +327,12 @@ func setUp(work, resyncdBin string) (*bench, error) {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return nil, err
 	}
-	logFile, err := os.Create(filepath.Join(work, "control-plane.log"))
+	env, cl, kubeconfig, err := startPlane(work, "")
 	if err != nil {
 		return nil, err
 	}
-	env, err := testenv.Start(testenv.Options{
-		Output: logFile,
-		APIServerArgs: map[string]string{
-			"max-requests-inflight":          "3000",
-			"max-mutating-requests-inflight": "1000",
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	b := &bench{self: self, resyncd: resyncdBin, env: env, configs: map[string]string{}, work: work}
+	b := &bench{self: self, resyncd: resyncdBin, env: env, cl: cl, kubeconfig: kubeconfig, configs: map[string]string{}, work: work}
 	fail := func(err error) (*bench, error) { _ = env.Stop(); return nil, err }
-	b.kubeconfig = filepath.Join(work, "kubeconfig")
-	if err := os.WriteFile(b.kubeconfig, env.Kubeconfig(), 0o600); err != nil {
-		return fail(err)
-	}
 	for _, mode := range []string{"local", "server"} {
 		p := filepath.Join(work, "resyncd-"+mode+".yaml")
 		if err := os.WriteFile(p, fmt.Appendf(nil, resyncdConfig, mode), 0o644); err != nil {
@@ -354,6 +351,43 @@ func setUp(work, resyncdBin string) (*bench, error) {
 	if err := os.WriteFile(b.configs["graph"], []byte(graph), 0o644); err != nil {
 		return fail(err)
 	}
+	// The two-cluster contender: the same resource in two clusters, each
+	// reached through its kubeconfig file.
+	two := fmt.Sprintf(resyncdConfig, "local") + fmt.Sprintf("clusters:\n  - {name: a, kubeconfig: %s}\n  - {name: b, kubeconfig: %s}\n",
+		b.kubeconfig, filepath.Join(work, "second", "kubeconfig"))
+	b.configs["clusters"] = filepath.Join(work, "resyncd-clusters.yaml")
+	if err := os.WriteFile(b.configs["clusters"], []byte(two), 0o644); err != nil {
+		return fail(err)
+	}
+	return b, nil
+}
+
+// startPlane starts a control plane for the bench, its log and kubeconfig
+// in work (or work/sub), and returns it with an unthrottled admin client.
+func startPlane(work, sub string) (*testenv.Env, *cluster, string, error) {
+	dir := filepath.Join(work, sub)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, "", err
+	}
+	logFile, err := os.Create(filepath.Join(dir, "control-plane.log"))
+	if err != nil {
+		return nil, nil, "", err
+	}
+	env, err := testenv.Start(testenv.Options{
+		Output: logFile,
+		APIServerArgs: map[string]string{
+			"max-requests-inflight":          "3000",
+			"max-mutating-requests-inflight": "1000",
+		},
+	})
+	if err != nil {
+		return nil, nil, "", err
+	}
+	fail := func(err error) (*testenv.Env, *cluster, string, error) { _ = env.Stop(); return nil, nil, "", err }
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, env.Kubeconfig(), 0o600); err != nil {
+		return fail(err)
+	}
 	cfg := *env.Config
 	cfg.QPS = -1
 	dyn, err := dynamic.NewForConfig(&cfg)
@@ -364,8 +398,42 @@ func setUp(work, resyncdBin string) (*bench, error) {
 	if err != nil {
 		return fail(err)
 	}
-	b.cl = &cluster{dyn: dyn, cs: cs}
-	return b, nil
+	return env, &cluster{dyn: dyn, cs: cs}, kubeconfig, nil
+}
+
+// clustersOf returns the clusters c keeps in sync, each with the number of
+// parents it holds at N; the second control plane is started the first
+// time a contender needs it.
+func (b *bench) clustersOf(c contender, n int) ([]*cluster, []int, error) {
+	if !c.TwoClusters {
+		return []*cluster{b.cl}, []int{n}, nil
+	}
+	if b.second == nil {
+		env, cl, _, err := startPlane(b.work, "second")
+		if err != nil {
+			return nil, nil, fmt.Errorf("second control plane: %w", err)
+		}
+		b.secondEnv, b.second = env, cl
+	}
+	return []*cluster{b.cl, b.second}, []int{n / 2, n - n/2}, nil
+}
+
+// traffic is the API servers' count of the requests made to the clusters
+// of c so far, summed.
+func (b *bench) traffic(ctx context.Context, c contender, n int) (Traffic, error) {
+	cls, _, err := b.clustersOf(c, n)
+	if err != nil {
+		return Traffic{}, err
+	}
+	var sum Traffic
+	for _, cl := range cls {
+		t, err := scrapeTraffic(ctx, cl.cs.CoreV1().RESTClient())
+		if err != nil {
+			return sum, err
+		}
+		sum = sum.add(t)
+	}
+	return sum, nil
 }
 
 // measure runs c from cold colds times, and, if it repeats, reps times on
@@ -399,15 +467,23 @@ func (b *bench) cold(ctx context.Context, c contender, n, rep, of int) (*Sample,
 		what = "converging, unmeasured"
 	}
 	fmt.Fprintf(os.Stderr, "bench: N=%d %s: %s\n", n, c.Name, what)
-	if err := b.cl.reset(ctx, n); err != nil {
+	cls, ns, err := b.clustersOf(c, n)
+	if err != nil {
 		return nil, err
+	}
+	for i, cl := range cls {
+		if err := cl.reset(ctx, ns[i]); err != nil {
+			return nil, err
+		}
 	}
 	s, err := b.run(ctx, c, n, rep, "cold")
 	if err != nil {
 		return s, err
 	}
-	if err := b.cl.converged(ctx, n, c.ManagedBy); err != nil {
-		s.Error = err.Error()
+	for i, cl := range cls {
+		if err := cl.converged(ctx, ns[i], c.ManagedBy); err != nil {
+			s.Error = err.Error()
+		}
 	}
 	if rep == 0 {
 		if s.Error != "" {
@@ -462,8 +538,7 @@ func (b *bench) repeats(ctx context.Context, c contender, n, reps int, fraction 
 // RSS, and the API server's count of its requests.
 func (b *bench) run(ctx context.Context, c contender, n, rep int, phase string) (*Sample, error) {
 	s := &Sample{Contender: c.Name, N: n, Rep: rep, Phase: phase}
-	rc := b.cl.cs.CoreV1().RESTClient()
-	before, err := scrapeTraffic(ctx, rc)
+	before, err := b.traffic(ctx, c, n)
 	if err != nil {
 		return s, err
 	}
@@ -503,7 +578,7 @@ func (b *bench) run(ctx context.Context, c contender, n, rep int, phase string) 
 		s.Seconds = time.Since(start).Seconds()
 	}
 	s.PeakRSS = peak()
-	after, err := scrapeTraffic(context.WithoutCancel(ctx), rc)
+	after, err := b.traffic(context.WithoutCancel(ctx), c, n)
 	if err != nil {
 		return s, err
 	}
@@ -564,19 +639,21 @@ func vmHWM(path string) int64 {
 // passSeconds finds the time the process reported: a "pass" or
 // "converged" line, or the DURATION column of resyncd once's summary.
 func passSeconds(lines []string) float64 {
+	slowest := 0.0
 	for _, l := range lines {
 		f := strings.Fields(l)
 		if len(f) == 2 && (f[0] == "pass" || f[0] == "converged") {
 			v, _ := strconv.ParseFloat(f[1], 64)
 			return v
 		}
-		if len(f) > 2 && f[0] != "RESOURCE" {
+		if len(f) > 2 && f[0] != "RESOURCE" && f[0] != "CLUSTER" {
+			// With clusters, one line each: the slowest.
 			if d, err := time.ParseDuration(f[len(f)-1]); err == nil {
-				return d.Seconds()
+				slowest = max(slowest, d.Seconds())
 			}
 		}
 	}
-	return 0
+	return slowest
 }
 
 func tail(s string, n int) string {

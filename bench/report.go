@@ -175,7 +175,7 @@ func peakPerRep(ss []*Sample, c string) stat {
 
 func summarize(res *Results) *summary {
 	sum := &summary{res: res}
-	names := []string{resyncdName, resyncdServerName, resyncdGraphName, crName, floorName, listName}
+	names := []string{resyncdName, resyncdServerName, resyncdGraphName, resyncdTwoName, crName, floorName, listName}
 	for _, n := range res.Sizes {
 		var ss []*Sample
 		for _, s := range res.Samples {
@@ -187,7 +187,7 @@ func summarize(res *Results) *summary {
 		for _, c := range names {
 			z.Cold[c] = pick(ss, c, "cold", func(s *Sample) float64 { return s.Seconds })
 			z.Steady[c] = trafficFig(ss, c, "steady")
-			if c == resyncdName || c == resyncdServerName || c == resyncdGraphName {
+			if c == resyncdName || c == resyncdServerName || c == resyncdGraphName || c == resyncdTwoName {
 				z.Steady[c+firstSuffix] = trafficFig(ss, c, "first")
 			}
 			z.ColdRSS[c] = pick(ss, c, "cold", func(s *Sample) float64 { return float64(s.PeakRSS) })
@@ -259,6 +259,7 @@ var labels = map[string]string{
 	resyncdServerName + firstSuffix: "resyncd, driftCheck server, first pass",
 	resyncdGraphName:                "resyncd, HttpService as a graph",
 	resyncdGraphName + firstSuffix:  "resyncd, HttpService as a graph, first pass",
+	resyncdTwoName:                  "resyncd, two clusters of N/2",
 	crName:                          "controller-runtime",
 	floorName:                       "raw-SSA floor",
 	listName:                        "raw paged LIST",
@@ -330,6 +331,16 @@ func (sum *summary) tables() string {
 			p("| %s | %s | %s | %s | %s | %s |\n", labels[c], num(d.Drifted, "%.0f"), spread(d.ChildWrites, "%.0f"), spread(d.StatusWrites, "%.0f"),
 				spread(d.StillDrifted, "%.0f"), spread(d.AgainWrites, "%.0f"))
 		}
+		one, two := z.Steady[resyncdName], z.Steady[resyncdTwoName]
+		p("\nTwo clusters: one resyncd keeps N/2 parents in each of two control planes, against one cluster of N\n")
+		p("(its pass is its slower cluster's; requests and bytes are both API servers'):\n\n")
+		p("| | one cluster of N | two clusters of N/2 | two against one |\n|---|---|---|---|\n")
+		p("| cold convergence, seconds | %s | %s | %s |\n", spread(z.Cold[resyncdName], "%.1f"), spread(z.Cold[resyncdTwoName], "%.1f"), times(z.Cold[resyncdTwoName], z.Cold[resyncdName]))
+		p("| steady pass, seconds | %s | %s | %s |\n", spread(one.Pass, "%.2f"), spread(two.Pass, "%.2f"), times(two.Pass, one.Pass))
+		p("| steady pass, requests | %s | %s | %s |\n", num(one.Requests, "%.0f"), num(two.Requests, "%.0f"), times(two.Requests, one.Requests))
+		p("| steady pass, KiB received | %s | %s | %s |\n", num(kib(one.Bytes), "%.0f"), num(kib(two.Bytes), "%.0f"), times(two.Bytes, one.Bytes))
+		p("| peak RSS cold, MiB | %s | %s | %s |\n", spread(mib(z.ColdRSS[resyncdName]), "%.0f"), spread(mib(z.ColdRSS[resyncdTwoName]), "%.0f"), times(z.ColdRSS[resyncdTwoName], z.ColdRSS[resyncdName]))
+		p("| peak RSS in sync, MiB | %s | %s | %s |\n", spread(mib(z.SyncRSS[resyncdName]), "%.0f"), spread(mib(z.SyncRSS[resyncdTwoName]), "%.0f"), times(z.SyncRSS[resyncdTwoName], z.SyncRSS[resyncdName]))
 		p("\nTargets:\n\n| target | wanted | measured | met |\n|---|---|---|---|\n")
 		for _, t := range z.Targets {
 			met := "no"

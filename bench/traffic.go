@@ -34,11 +34,16 @@ type Traffic struct {
 // Writes is every write that was not a dry run.
 func (t Traffic) Writes() float64 { return t.ChildWrites + t.StatusWrites + t.OtherWrites }
 
-func (t Traffic) sub(o Traffic) Traffic {
+func (t Traffic) sub(o Traffic) Traffic { return t.plus(o, -1) }
+
+func (t Traffic) add(o Traffic) Traffic { return t.plus(o, 1) }
+
+// plus is t + k×o, field by field.
+func (t Traffic) plus(o Traffic, k float64) Traffic {
 	return Traffic{
-		Requests: t.Requests - o.Requests, Lists: t.Lists - o.Lists, Gets: t.Gets - o.Gets, Watches: t.Watches - o.Watches,
-		ChildWrites: t.ChildWrites - o.ChildWrites, StatusWrites: t.StatusWrites - o.StatusWrites,
-		OtherWrites: t.OtherWrites - o.OtherWrites, DryRuns: t.DryRuns - o.DryRuns, Bytes: t.Bytes - o.Bytes,
+		Requests: t.Requests + k*o.Requests, Lists: t.Lists + k*o.Lists, Gets: t.Gets + k*o.Gets, Watches: t.Watches + k*o.Watches,
+		ChildWrites: t.ChildWrites + k*o.ChildWrites, StatusWrites: t.StatusWrites + k*o.StatusWrites,
+		OtherWrites: t.OtherWrites + k*o.OtherWrites, DryRuns: t.DryRuns + k*o.DryRuns, Bytes: t.Bytes + k*o.Bytes,
 	}
 }
 

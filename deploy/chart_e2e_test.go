@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"helm.sh/helm/v3/pkg/action"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -176,6 +177,31 @@ func TestChartEndToEnd(t *testing.T) {
 func helmInstall(t *testing.T, release, namespace string, vals map[string]any) (*config.Config, *rest.Config) {
 	t.Helper()
 	ctx := t.Context()
+	fullname, sa := helmInstallOnly(t, release, namespace, vals)
+	cm, err := kubernetes.NewForConfigOrDie(env.Config).CoreV1().ConfigMaps(namespace).Get(ctx, fullname, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As the pod's volume holds them: every key a file.
+	dir := t.TempDir()
+	for name, data := range cm.Data {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfgPath := filepath.Join(dir, "config.yaml")
+	cfg, err := config.Load(cfgPath, config.Options{Renderers: desired.DefaultRegistry().Names()})
+	if err != nil {
+		t.Fatalf("the chart's configuration does not load: %v", err)
+	}
+	return cfg, sa
+}
+
+// helmInstallOnly installs the chart as release in namespace with vals,
+// and returns the release's full name and a client configuration that is
+// its ServiceAccount, as the API server authenticates a pod's token.
+func helmInstallOnly(t *testing.T, release, namespace string, vals map[string]any) (string, *rest.Config) {
+	t.Helper()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(kubeconfig, env.Kubeconfig(), 0o600); err != nil {
 		t.Fatal(err)
@@ -196,28 +222,69 @@ func helmInstall(t *testing.T, release, namespace string, vals map[string]any) (
 	if !strings.Contains(release, "resyncd") {
 		fullname = release + "-resyncd"
 	}
-	cm, err := kubernetes.NewForConfigOrDie(env.Config).CoreV1().ConfigMaps(namespace).Get(ctx, fullname, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// As the pod's volume holds them: every key a file.
-	dir := t.TempDir()
-	for name, data := range cm.Data {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cfgPath := filepath.Join(dir, "config.yaml")
-	cfg, err := config.Load(cfgPath, config.Options{Renderers: desired.DefaultRegistry().Names()})
-	if err != nil {
-		t.Fatalf("the chart's configuration does not load: %v", err)
-	}
 	sa := rest.CopyConfig(env.Config)
 	sa.Impersonate = rest.ImpersonationConfig{
 		UserName: fmt.Sprintf("system:serviceaccount:%s:%s", namespace, fullname),
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
 	}
-	return cfg, sa
+	return fullname, sa
+}
+
+// TestChartTarget installs the chart as a target cluster's: no daemon, no
+// configuration, no Service; a ServiceAccount with a token Secret; and
+// RBAC with which a pass, made with a token of that ServiceAccount as a
+// resyncd elsewhere would, converges an HttpService.
+func TestChartTarget(t *testing.T) {
+	ctx := t.Context()
+	admin := kubernetes.NewForConfigOrDie(env.Config)
+	for _, ns := range []string{"target-system", "target-app"} {
+		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fullname, _ := helmInstallOnly(t, "target", "target-system", map[string]any{"target": map[string]any{"enabled": true}})
+	deps, err := admin.AppsV1().Deployments("target-system").List(ctx, metav1.ListOptions{})
+	if err != nil || len(deps.Items) != 0 {
+		t.Errorf("a target release made %d Deployments (%v), want none", len(deps.Items), err)
+	}
+	if _, err := admin.CoreV1().ConfigMaps("target-system").Get(ctx, fullname, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("ConfigMap %s: %v, want none", fullname, err)
+	}
+	secret, err := admin.CoreV1().Secrets("target-system").Get(ctx, fullname+"-token", metav1.GetOptions{})
+	if err != nil || secret.Type != corev1.SecretTypeServiceAccountToken || secret.Annotations[corev1.ServiceAccountNameKey] != fullname {
+		t.Fatalf("token Secret: %v, %+v", err, secret)
+	}
+	// The token controller (kube-controller-manager) would fill the Secret;
+	// this control plane has none: a token from the TokenRequest API is the
+	// same ServiceAccount's.
+	tr, err := admin.CoreV1().ServiceAccounts("target-system").CreateToken(ctx, fullname, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote := &rest.Config{Host: env.Config.Host, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: env.Config.CAData}}
+	fixture.CreateParent(t, dynamic.NewForConfigOrDie(env.Config), "target-app", "web", map[string]any{"image": "nginx", "port": int64(8080)})
+	fixture.Eventually(t, "the ClusterRole in force", 30*time.Second, func() bool {
+		_, err := dynamic.NewForConfigOrDie(remote).Resource(httpServices).Namespace("target-app").List(ctx, metav1.ListOptions{})
+		return err == nil
+	})
+	cfg := config.Default()
+	r := config.DefaultResource()
+	r.Group, r.Version, r.Resource, r.Renderer, r.Namespaces = "resyncd.io", "v1alpha1", "httpservices", desired.HTTPServiceRendererName, []string{"target-app"}
+	cfg.Resources = []config.Resource{r}
+	eng, err := engine.New(engine.SettingsFrom(&cfg), engine.Options{REST: remote, Renderers: desired.DefaultRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := eng.SyncOnce(ctx)
+	if err != nil {
+		t.Fatalf("pass with the target's token: %v", err)
+	}
+	if r := rep.Resources[0]; r.Created != 2 || r.Failed != 0 || r.Statuses != 1 {
+		t.Errorf("created %d, failed %d, statuses %d; want 2, 0, 1", r.Created, r.Failed, r.Statuses)
+	}
+	if _, err := admin.AppsV1().Deployments("target-app").Get(ctx, "web", metav1.GetOptions{}); err != nil {
+		t.Errorf("Deployment target-app/web: %v", err)
+	}
 }
 
 // TestChartNamespacedRBAC: when every watched resource lists its

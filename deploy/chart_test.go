@@ -43,6 +43,20 @@ var valueSets = map[string]map[string]any{
 		"dashboard": map[string]any{"enabled": true},
 	},
 	"secure-metrics": {"metrics": map[string]any{"secure": true, "serviceMonitor": map[string]any{"enabled": true}}},
+	// Two clusters: the one resyncd runs in, and one whose kubeconfig a
+	// Secret holds, mounted as a file; the second resource only there.
+	"clusters": {
+		"clusters": []any{
+			map[string]any{"name": "home"},
+			map[string]any{"name": "east", "secretName": "east-kubeconfig", "apply": map[string]any{"qps": 20}},
+		},
+		"config": map[string]any{"resources": []any{
+			map[string]any{"group": "resyncd.io", "version": "v1alpha1", "resource": "httpservices", "renderer": "httpservice", "namespaces": []any{"shop"}},
+			map[string]any{"group": "resyncd.io", "version": "v1alpha1", "resource": "httpservices", "renderer": "httpservice", "namespaces": []any{"blog"}, "clusters": []any{"east"}},
+		}},
+	},
+	// What a target cluster needs: the ServiceAccount, its RBAC, its token.
+	"target": {"target": map[string]any{"enabled": true}, "metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}}},
 	// A second parent kind, declared in a graph; its RBAC is the graph's.
 	"graph": {
 		"graphs": map[string]any{"webapp.yaml": readYAML("../docs/examples/webapp.yaml")},

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -77,8 +78,9 @@ func (p *process) await(t *testing.T, s string, timeout time.Duration) time.Time
 }
 
 // auditedWrites returns, per user, the times the API server received the
-// successful writes it recorded in namespace.
-func auditedWrites(t *testing.T, namespace string) map[string][]time.Time {
+// successful writes it recorded in namespace, of the given resources (none:
+// all it records).
+func auditedWrites(t *testing.T, namespace string, resources ...string) map[string][]time.Time {
 	t.Helper()
 	f, err := os.Open(auditLog)
 	if err != nil {
@@ -93,6 +95,7 @@ func auditedWrites(t *testing.T, namespace string) map[string][]time.Time {
 			User      struct{ Username string } `json:"user"`
 			ObjectRef struct {
 				Namespace string `json:"namespace"`
+				Resource  string `json:"resource"`
 			} `json:"objectRef"`
 			ResponseStatus struct {
 				Code int `json:"code"`
@@ -104,7 +107,8 @@ func auditedWrites(t *testing.T, namespace string) map[string][]time.Time {
 		} else if err != nil {
 			t.Fatalf("audit log: %v", err)
 		}
-		if ev.Stage == "ResponseComplete" && ev.ObjectRef.Namespace == namespace && ev.ResponseStatus.Code < 300 {
+		if ev.Stage == "ResponseComplete" && ev.ObjectRef.Namespace == namespace && ev.ResponseStatus.Code < 300 &&
+			(len(resources) == 0 || slices.Contains(resources, ev.ObjectRef.Resource)) {
 			out[ev.User.Username] = append(out[ev.User.Username], ev.Received.Time)
 		}
 	}

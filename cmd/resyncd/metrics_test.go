@@ -242,7 +242,7 @@ func loadScrape(t *testing.T, st *teststorage.TestStorage, url string, at time.T
 	ts := at.UnixMilli()
 	add := func(name string, m *dto.Metric, v float64, extra ...string) {
 		b := labels.NewScratchBuilder(len(m.GetLabel()) + 2)
-		b.Add(labels.MetricName, name)
+		b.Add(model.MetricNameLabel, name)
 		for _, l := range m.GetLabel() {
 			b.Add(l.GetName(), l.GetValue())
 		}
@@ -284,20 +284,4 @@ func loadScrape(t *testing.T, st *teststorage.TestStorage, url string, at time.T
 	if err := app.Commit(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// isExported says whether name is a metric family, or a series of a
-// histogram or summary family (_bucket, _sum, _count), in exported.
-func isExported(exported map[string]*dto.MetricFamily, name string) bool {
-	if _, ok := exported[name]; ok {
-		return true
-	}
-	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-		if base, ok := strings.CutSuffix(name, suffix); ok {
-			if mf, ok := exported[base]; ok && (mf.GetType() == dto.MetricType_HISTOGRAM || mf.GetType() == dto.MetricType_SUMMARY) {
-				return true
-			}
-		}
-	}
-	return false
 }

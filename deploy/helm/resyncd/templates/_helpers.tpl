@@ -41,6 +41,41 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 {{- end }}
 
+{{/*
+Whether resyncd writes the configured resources' objects in the cluster it
+is installed in: always as a target, else unless clusters are listed and
+each names a kubeconfig Secret.
+*/}}
+{{- define "resyncd.managesHere" -}}
+{{- $here := or .Values.target.enabled (not .Values.clusters) }}
+{{- range .Values.clusters }}{{ if not .secretName }}{{ $here = true }}{{ end }}{{ end }}
+{{- if $here }}true{{ end }}
+{{- end }}
+
+{{/*
+The resources of config.resources watched in the cluster the chart is
+installed in, as JSON: a resource that lists clusters is watched here when
+one of them has no kubeconfig Secret (the cluster resyncd runs in), or, as
+a target, when it lists target.clusterName (every one when that is empty).
+*/}}
+{{- define "resyncd.resourcesHere" -}}
+{{- $here := list }}
+{{- if .Values.target.enabled }}
+{{- if .Values.target.clusterName }}{{ $here = list .Values.target.clusterName }}{{ end }}
+{{- else if not .Values.clusters }}
+{{- $here = list "local" }}
+{{- else }}
+{{- range .Values.clusters }}{{ if not .secretName }}{{ $here = append $here .name }}{{ end }}{{ end }}
+{{- end }}
+{{- $out := list }}
+{{- range .Values.config.resources }}
+{{- $in := or (not .clusters) (and $.Values.target.enabled (not $.Values.target.clusterName)) }}
+{{- range .clusters }}{{ if has . $here }}{{ $in = true }}{{ end }}{{ end }}
+{{- if $in }}{{ $out = append $out . }}{{ end }}
+{{- end }}
+{{- $out | toJson }}
+{{- end }}
+
 {{/* Leader election: on with more than one replica, or when the config asks. */}}
 {{- define "resyncd.leaderElection" -}}
 {{- $le := default dict .Values.config.leaderElection }}
@@ -61,6 +96,17 @@ leader election, its Lease, the listen addresses, the log settings.
 {{- $_ := set $cfg "metrics" (dict "address" (printf ":%d" (int .Values.metrics.service.port)) "secure" (.Values.metrics.secure | default false)) }}
 {{- $_ := set $cfg "health" (dict "address" (printf ":%d" (int .Values.healthPort))) }}
 {{- $_ := set $cfg "log" (dict "level" .Values.logLevel "format" .Values.logFormat) }}
+{{- with .Values.clusters }}
+{{- $clusters := list }}
+{{- range . }}
+{{- $c := dict "name" .name }}
+{{- if .secretName }}{{ $_ := set $c "kubeconfig" (printf "/etc/resyncd-clusters/%s/%s" .name (.key | default "kubeconfig")) }}{{ end }}
+{{- with .context }}{{ $_ := set $c "context" . }}{{ end }}
+{{- with .apply }}{{ $_ := set $c "apply" . }}{{ end }}
+{{- $clusters = append $clusters $c }}
+{{- end }}
+{{- $_ := set $cfg "clusters" $clusters }}
+{{- end }}
 {{- toYaml $cfg }}
 {{- end }}
 
@@ -100,7 +146,7 @@ its own; an empty list when any watches all namespaces.
 {{- define "resyncd.watchedNamespaces" -}}
 {{- $all := list }}
 {{- $scoped := true }}
-{{- range .Values.config.resources }}
+{{- range include "resyncd.resourcesHere" . | fromJsonArray }}
 {{- if not .namespaces }}
 {{- $scoped = false }}
 {{- end }}
@@ -123,7 +169,7 @@ Events.
 {{- define "resyncd.rules" -}}
 {{- $seen := dict }}
 {{- $children := dict }}
-{{- range .root.Values.config.resources }}
+{{- range include "resyncd.resourcesHere" .root | fromJsonArray }}
 {{- if or (eq $.namespace "") (has $.namespace (default list .namespaces)) }}
 {{- include "resyncd.childResources" (dict "children" $children "resource" . "graphs" ($.root.Values.graphs | default dict)) }}
 {{- $key := printf "%s/%s" (.group | default "") .resource }}
