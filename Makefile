@@ -60,7 +60,7 @@ BENCH_FLAGS ?=
 BENCH_RESULTS := bench/results/$(shell date -u +%Y-%m-%d).json
 
 .PHONY: bench
-bench: bins build ## Measure resyncd against controller-runtime, the raw-SSA floor and a raw LIST at N = 1,000 and 5,000 (about 20 minutes): docs/benchmarks.md, bench/results/
+bench: bins build ## Measure resyncd against controller-runtime (1 and 8 workers), the raw-SSA floor and a raw LIST, and over two clusters, at N = 1,000 and 5,000 (about 25 minutes): docs/benchmarks.md, bench/results/
 	go build -o bin/bench ./bench
 	bin/bench -sizes 1000,5000 -reps 3 -out $(BENCH_RESULTS) -doc docs/benchmarks.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
 

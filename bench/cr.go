@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -144,6 +145,7 @@ func crMain(args []string) error {
 	fs := flag.NewFlagSet("cr", flag.ContinueOnError)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file")
 	expect := fs.Int("expect", 0, "number of HttpServices; print converged once all are reconciled")
+	workers := fs.Int("workers", 1, "MaxConcurrentReconciles; 1 is controller-runtime's default")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -170,6 +172,7 @@ func crMain(args []string) error {
 		For(&HTTPService{}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: *workers}).
 		Complete(r)
 	if err != nil {
 		return err

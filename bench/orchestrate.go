@@ -51,6 +51,7 @@ const (
 	resyncdGraphName  = "resyncd-graph"
 	resyncdTwoName    = "resyncd-2-clusters"
 	crName            = "controller-runtime"
+	cr8Name           = "controller-runtime-8"
 	listName          = "raw-list"
 	runTimeout        = 15 * time.Minute
 )
@@ -74,6 +75,11 @@ func contenders() []contender {
 		}},
 		{Name: crName, ManagedBy: crManagedBy, UntilConverged: true, Repeats: true, args: func(b *bench, n int) []string {
 			return []string{b.self, "cr", "--kubeconfig", b.kubeconfig, "--expect", strconv.Itoa(n)}
+		}},
+		// The same with as many workers as resyncd: what a team that cares
+		// about cold convergence sets.
+		{Name: cr8Name, ManagedBy: crManagedBy, UntilConverged: true, Repeats: true, args: func(b *bench, n int) []string {
+			return []string{b.self, "cr", "--kubeconfig", b.kubeconfig, "--expect", strconv.Itoa(n), "--workers", "8"}
 		}},
 	}
 }

@@ -175,7 +175,7 @@ func peakPerRep(ss []*Sample, c string) stat {
 
 func summarize(res *Results) *summary {
 	sum := &summary{res: res}
-	names := []string{resyncdName, resyncdServerName, resyncdGraphName, resyncdTwoName, crName, floorName, listName}
+	names := []string{resyncdName, resyncdServerName, resyncdGraphName, resyncdTwoName, crName, cr8Name, floorName, listName}
 	for _, n := range res.Sizes {
 		var ss []*Sample
 		for _, s := range res.Samples {
@@ -219,10 +219,10 @@ func targets(z sizeSummary) []target {
 		Got:  fmt.Sprintf("%.0f requests, %.0f LIST, %.0f writes", st.Requests.Median, st.Lists.Median, st.Writes.Median),
 		Met:  st.Requests.Max <= limit && st.Requests.Max == st.Lists.Max && st.Writes.Max == 0,
 	})
-	rf, rc := ratio(z.Cold[resyncdName], z.Cold[floorName]), ratio(z.Cold[resyncdName], z.Cold[crName])
-	ts = append(ts,
-		target{What: "cold convergence against the raw-SSA floor", Want: "≤ 1.3×", Got: fmt.Sprintf("%.2f×", rf), Met: rf <= 1.3},
-		target{What: "cold convergence against controller-runtime", Want: "≤ 0.5×", Got: fmt.Sprintf("%.2f×", rc), Met: rc <= 0.5})
+	rf := ratio(z.Cold[resyncdName], z.Cold[floorName])
+	ts = append(ts, target{What: "cold convergence against the raw-SSA floor", Want: "≤ 1.1×",
+		Got: fmt.Sprintf("%.2f× (controller-runtime, 1 worker: %.2f×; 8 workers: %.2f×)", rf,
+			ratio(z.Cold[resyncdName], z.Cold[crName]), ratio(z.Cold[resyncdName], z.Cold[cr8Name])), Met: rf <= 1.1})
 	rr := ratio(z.SyncRSS[resyncdName], z.SyncRSS[crName])
 	ts = append(ts, target{What: "peak RSS keeping the cluster in sync, against controller-runtime", Want: "≤ 0.33×", Got: fmt.Sprintf("%.2f×", rr), Met: rr <= 1.0/3})
 	rl := ratio(st.Pass, z.Steady[listName].Pass)
@@ -261,6 +261,7 @@ var labels = map[string]string{
 	resyncdGraphName + firstSuffix:  "resyncd, HttpService as a graph, first pass",
 	resyncdTwoName:                  "resyncd, two clusters of N/2",
 	crName:                          "controller-runtime",
+	cr8Name:                         "controller-runtime, 8 workers",
 	floorName:                       "raw-SSA floor",
 	listName:                        "raw paged LIST",
 }
@@ -305,15 +306,15 @@ func (sum *summary) tables() string {
 	for _, z := range sum.sizes {
 		p("### N = %d\n\n", z.N)
 		p("Cold convergence: every HttpService new, no child, no status, until every child exists and every status is written.\n\n")
-		p("| contender | seconds, median (range) | against the floor | against controller-runtime |\n|---|---|---|---|\n")
-		for _, c := range []string{resyncdName, resyncdServerName, resyncdGraphName, crName, floorName} {
-			p("| %s | %s | %s | %s |\n", labels[c], spread(z.Cold[c], "%.1f"), times(z.Cold[c], z.Cold[floorName]), times(z.Cold[c], z.Cold[crName]))
+		p("| contender | seconds, median (range) | against the floor | against controller-runtime | against controller-runtime, 8 workers |\n|---|---|---|---|---|\n")
+		for _, c := range []string{resyncdName, resyncdServerName, resyncdGraphName, crName, cr8Name, floorName} {
+			p("| %s | %s | %s | %s | %s |\n", labels[c], spread(z.Cold[c], "%.1f"), times(z.Cold[c], z.Cold[floorName]), times(z.Cold[c], z.Cold[crName]), times(z.Cold[c], z.Cold[cr8Name]))
 		}
 		p("\nSteady pass, everything in sync: a pass of a running resyncd, the first pass after a start (nothing remembered),\n")
 		p("controller-runtime's restart until every parent is reconciled, and the raw LIST:\n\n")
 		p("| contender | requests | LIST | WATCH | writes | dry runs | KiB received | seconds | against the raw LIST |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, c := range []string{resyncdName, resyncdName + firstSuffix, resyncdServerName, resyncdServerName + firstSuffix,
-			resyncdGraphName, resyncdGraphName + firstSuffix, crName, listName} {
+			resyncdGraphName, resyncdGraphName + firstSuffix, crName, cr8Name, listName} {
 			s := z.Steady[c]
 			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", labels[c], num(s.Requests, "%.0f"), num(s.Lists, "%.0f"), num(s.Watches, "%.0f"),
 				num(s.Writes, "%.0f"), num(s.DryRuns, "%.0f"), num(kib(s.Bytes), "%.0f"), spread(s.Pass, "%.2f"), times(s.Pass, z.Steady[listName].Pass))
@@ -321,12 +322,12 @@ func (sum *summary) tables() string {
 		p("\nPeak RSS: of the cold process, and of the processes that keep the cluster in sync (resyncd: the `resyncd run`\n")
 		p("of the steady and drift passes; controller-runtime: its restarts; the highest in each repetition):\n\n")
 		p("| contender | cold, MiB | in sync, MiB | in sync, against controller-runtime |\n|---|---|---|---|\n")
-		for _, c := range []string{resyncdName, resyncdServerName, resyncdGraphName, crName, floorName, listName} {
+		for _, c := range []string{resyncdName, resyncdServerName, resyncdGraphName, crName, cr8Name, floorName, listName} {
 			p("| %s | %s | %s | %s |\n", labels[c], spread(mib(z.ColdRSS[c]), "%.0f"), spread(mib(z.SyncRSS[c]), "%.0f"), times(z.SyncRSS[c], z.SyncRSS[crName]))
 		}
 		p("\nDrift: %s of the children changed by another writer (Deployments scaled, Services' targetPort changed), then one run:\n\n", pct(sum.res.Drift))
 		p("| contender | drifted | child writes | status writes | left drifted | writes in the pass after |\n|---|---|---|---|---|---|\n")
-		for _, c := range []string{resyncdName, resyncdServerName, resyncdGraphName, crName} {
+		for _, c := range []string{resyncdName, resyncdServerName, resyncdGraphName, crName, cr8Name} {
 			d := z.Drift[c]
 			p("| %s | %s | %s | %s | %s | %s |\n", labels[c], num(d.Drifted, "%.0f"), spread(d.ChildWrites, "%.0f"), spread(d.StatusWrites, "%.0f"),
 				spread(d.StillDrifted, "%.0f"), spread(d.AgainWrites, "%.0f"))

@@ -256,7 +256,17 @@ func (d *daemon) syncCluster(ctx context.Context, c int, t *target, started func
 	}
 	d.metrics.SetClusterUp(t.cfg.Name, t.ready())
 	for failures := 1; !t.ready(); failures++ {
-		err := d.g.readyTarget(d.cfg, t)
+		// Discovery and the schemas are asked with no context: a cluster
+		// that hangs must not hold up a shutdown, so the answer is awaited
+		// here, and left behind when ctx ends.
+		ready := make(chan error, 1)
+		go func() { ready <- d.g.readyTarget(d.cfg, t) }()
+		var err error
+		select {
+		case <-ctx.Done():
+			return
+		case err = <-ready:
+		}
 		if err == nil {
 			break
 		}
