@@ -327,6 +327,11 @@ func setUp(work, resyncdBin string) (*bench, error) {
 	if resyncdBin, err = filepath.Abs(resyncdBin); err != nil {
 		return nil, err
 	}
+	// Absolute: the configurations name the kubeconfigs, and resyncd reads
+	// a relative path against the configuration's own directory.
+	if work, err = filepath.Abs(work); err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(resyncdBin); err != nil {
 		return nil, fmt.Errorf("resyncd binary: %w (make build)", err)
 	}
