@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 )
@@ -97,6 +96,10 @@ type listHead struct {
 func decodeList(r io.Reader, fn func(*unstructured.Unstructured) error) (listHead, error) {
 	var h listHead
 	dec := json.NewDecoder(bufio.NewReaderSize(r, 64<<10))
+	// Numbers as json.Number, made int64 or float64 below as unstructured
+	// objects hold them: one scan of each item and one decode, where a
+	// RawMessage and a second Unmarshal scanned it four times.
+	dec.UseNumber()
 	if err := expectDelim(dec, '{'); err != nil {
 		return h, err
 	}
@@ -136,13 +139,11 @@ func decodeItems(dec *json.Decoder, h listHead, fn func(*unstructured.Unstructur
 		return fmt.Errorf("items: got %v, want a list", t)
 	}
 	for dec.More() {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
+		obj := map[string]any{}
+		if err := dec.Decode(&obj); err != nil {
 			return err
 		}
-		obj := map[string]any{}
-		// Whole numbers as int64, as unstructured objects hold them.
-		if err := utiljson.Unmarshal(raw, &obj); err != nil {
+		if err := convertNumbers(obj); err != nil {
 			return err
 		}
 		u := &unstructured.Unstructured{Object: obj}
@@ -158,6 +159,55 @@ func decodeItems(dec *json.Decoder, h listHead, fn func(*unstructured.Unstructur
 		}
 	}
 	return expectDelim(dec, ']')
+}
+
+// convertNumbers replaces, in place, every json.Number below x with an
+// int64 when it is a whole number that fits, else a float64: what
+// k8s.io/apimachinery/pkg/util/json gives unstructured objects.
+func convertNumbers(x any) error {
+	_, _, err := convert(x)
+	return err
+}
+
+// convert returns what x becomes, and whether it is another value than x.
+func convert(x any) (any, bool, error) {
+	switch v := x.(type) {
+	case json.Number:
+		n, err := number(v)
+		return n, true, err
+	case map[string]any:
+		for k, e := range v {
+			c, changed, err := convert(e)
+			if err != nil {
+				return nil, false, err
+			}
+			if changed {
+				v[k] = c
+			}
+		}
+	case []any:
+		for i, e := range v {
+			c, changed, err := convert(e)
+			if err != nil {
+				return nil, false, err
+			}
+			if changed {
+				v[i] = c
+			}
+		}
+	}
+	return x, false, nil
+}
+
+func number(n json.Number) (any, error) {
+	if i, err := n.Int64(); err == nil {
+		return i, nil
+	}
+	f, err := n.Float64()
+	if err != nil {
+		return nil, fmt.Errorf("number %s: %w", n, err)
+	}
+	return f, nil
 }
 
 func expectDelim(dec *json.Decoder, want json.Delim) error {

@@ -25,6 +25,16 @@ apiserver_response_sizes_count{component="apiserver",group="apps",resource="depl
 apiserver_response_sizes_bucket{component="apiserver",group="",resource="configmaps",scope="cluster",subresource="",verb="LIST",version="v1",le="+Inf"} 1
 apiserver_response_sizes_sum{component="apiserver",group="",resource="configmaps",scope="cluster",subresource="",verb="LIST",version="v1"} 99999
 apiserver_response_sizes_count{component="apiserver",group="",resource="configmaps",scope="cluster",subresource="",verb="LIST",version="v1"} 1
+# TYPE apiserver_request_duration_seconds histogram
+apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="apps",resource="deployments",scope="cluster",subresource="",verb="LIST",version="v1",le="+Inf"} 4
+apiserver_request_duration_seconds_sum{component="apiserver",dry_run="",group="apps",resource="deployments",scope="cluster",subresource="",verb="LIST",version="v1"} 0.25
+apiserver_request_duration_seconds_count{component="apiserver",dry_run="",group="apps",resource="deployments",scope="cluster",subresource="",verb="LIST",version="v1"} 4
+apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="",verb="APPLY",version="v1",le="+Inf"} 3
+apiserver_request_duration_seconds_sum{component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="",verb="APPLY",version="v1"} 9
+apiserver_request_duration_seconds_count{component="apiserver",dry_run="",group="apps",resource="deployments",scope="resource",subresource="",verb="APPLY",version="v1"} 3
+apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="",resource="configmaps",scope="cluster",subresource="",verb="LIST",version="v1",le="+Inf"} 1
+apiserver_request_duration_seconds_sum{component="apiserver",dry_run="",group="",resource="configmaps",scope="cluster",subresource="",verb="LIST",version="v1"} 7
+apiserver_request_duration_seconds_count{component="apiserver",dry_run="",group="",resource="configmaps",scope="cluster",subresource="",verb="LIST",version="v1"} 1
 # TYPE apiserver_watch_events_sizes histogram
 apiserver_watch_events_sizes_bucket{group="",resource="services",version="v1",le="+Inf"} 2
 apiserver_watch_events_sizes_sum{group="",resource="services",version="v1"} 500
@@ -34,7 +44,7 @@ apiserver_watch_events_sizes_count{group="",resource="services",version="v1"} 2
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Traffic{Requests: 22, Lists: 4, Watches: 1, ChildWrites: 3, StatusWrites: 2, OtherWrites: 7, DryRuns: 5, Bytes: 4500}
+	want := Traffic{Requests: 22, Lists: 4, Watches: 1, ChildWrites: 3, StatusWrites: 2, OtherWrites: 7, DryRuns: 5, Bytes: 4500, ListSeconds: 0.25}
 	if got != want {
 		t.Errorf("parseTraffic:\n got %+v\nwant %+v", got, want)
 	}

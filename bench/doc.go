@@ -98,7 +98,11 @@ contenders use. The server's own requests to them are not told apart: its
 ClusterIP repair loop LISTs every Service every 3 minutes, so a run that spans
 one counts one more LIST (medians hide it). Discovery is left out (a few
 requests at each process start). The API server records no size for write
-responses. Peak RSS is the process's VmHWM, sampled every 10 ms.
+responses. The server's LIST seconds are the sum of
+` + "`apiserver_request_duration_seconds`" + ` over the run's LISTs of those collections: the
+server's own time from receiving each page's request to the end of its
+response, the floor of any client's pass (a client that reads slowly lengthens
+it too). Peak RSS is the process's VmHWM, sampled every 10 ms.
 
 ## What bounds each figure
 

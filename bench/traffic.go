@@ -29,6 +29,10 @@ type Traffic struct {
 	// Bytes is what the API server sent: the sizes of GET and LIST
 	// responses (it records no size for writes) and of watch events.
 	Bytes float64 `json:"bytes"`
+	// ListSeconds is the API server's own time serving the LISTs, from
+	// receiving each request to the end of its response
+	// (apiserver_request_duration_seconds): the floor of a client's pass.
+	ListSeconds float64 `json:"listSeconds"`
 }
 
 // Writes is every write that was not a dry run.
@@ -44,6 +48,7 @@ func (t Traffic) plus(o Traffic, k float64) Traffic {
 		Requests: t.Requests + k*o.Requests, Lists: t.Lists + k*o.Lists, Gets: t.Gets + k*o.Gets, Watches: t.Watches + k*o.Watches,
 		ChildWrites: t.ChildWrites + k*o.ChildWrites, StatusWrites: t.StatusWrites + k*o.StatusWrites,
 		OtherWrites: t.OtherWrites + k*o.OtherWrites, DryRuns: t.DryRuns + k*o.DryRuns, Bytes: t.Bytes + k*o.Bytes,
+		ListSeconds: t.ListSeconds + k*o.ListSeconds,
 	}
 }
 
@@ -88,6 +93,11 @@ func parseTraffic(raw []byte) (Traffic, error) {
 			default:
 				t.ChildWrites += v
 			}
+		}
+	}
+	for _, m := range fams["apiserver_request_duration_seconds"].GetMetric() {
+		if l := labelMap(m); benchResources[l["resource"]] && l["verb"] == "LIST" {
+			t.ListSeconds += m.GetHistogram().GetSampleSum()
 		}
 	}
 	for _, name := range []string{"apiserver_response_sizes", "apiserver_watch_events_sizes"} {
