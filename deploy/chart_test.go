@@ -176,3 +176,37 @@ func TestChartRejectsBadValues(t *testing.T) {
 		})
 	}
 }
+
+// TestChartGoMemLimit: GOMEMLIMIT is goMemLimitPercent of the memory
+// limit, in bytes, whatever the limit's unit; absent without a limit or
+// with a percentage of 0.
+func TestChartGoMemLimit(t *testing.T) {
+	for _, c := range []struct {
+		limit   any
+		percent int
+		want    string
+	}{
+		{"256Mi", 90, `value: "241591910"`},
+		{"1Gi", 50, `value: "536870912"`},
+		{"500M", 90, `value: "450000000"`},
+		{"1000000", 80, `value: "800000"`},
+		{"256Mi", 0, ""},
+		{nil, 90, ""},
+	} {
+		vals := map[string]any{"goMemLimitPercent": c.percent, "resources": map[string]any{"limits": map[string]any{"memory": c.limit}}}
+		if c.limit == nil {
+			vals["resources"] = map[string]any{"limits": nil}
+		}
+		got, err := render(t, vals)
+		if err != nil {
+			t.Fatalf("%v at %d%%: %v", c.limit, c.percent, err)
+		}
+		_, after, found := strings.Cut(got, "- name: GOMEMLIMIT\n")
+		switch {
+		case c.want == "" && found:
+			t.Errorf("%v at %d%%: GOMEMLIMIT set", c.limit, c.percent)
+		case c.want != "" && (!found || !strings.HasPrefix(strings.TrimSpace(after), c.want)):
+			t.Errorf("%v at %d%%: GOMEMLIMIT %q, want %s", c.limit, c.percent, strings.SplitN(strings.TrimSpace(after), "\n", 2)[0], c.want)
+		}
+	}
+}

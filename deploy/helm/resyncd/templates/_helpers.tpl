@@ -76,6 +76,25 @@ a target, when it lists target.clusterName (every one when that is empty).
 {{- $out | toJson }}
 {{- end }}
 
+{{/*
+GOMEMLIMIT in bytes: goMemLimitPercent of the container's memory limit
+(resources.limits.memory, in Ki, Mi, Gi, Ti, k, M, G, T or bytes); empty
+without a limit, or with goMemLimitPercent 0.
+*/}}
+{{- define "resyncd.goMemLimit" -}}
+{{- $limit := ((.Values.resources | default dict).limits | default dict).memory | default "" | toString }}
+{{- $pct := int (.Values.goMemLimitPercent | default 0) }}
+{{- if and $limit (gt $pct 0) }}
+{{- $units := dict "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 "k" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 }}
+{{- $num := regexFind "^[0-9]+" $limit }}
+{{- $suffix := trimPrefix $num $limit }}
+{{- if and $num (or (eq $suffix "") (hasKey $units $suffix)) }}
+{{- $mult := 1 }}{{ if $suffix }}{{ $mult = index $units $suffix }}{{ end }}
+{{- div (mul (int64 $num) $mult $pct) 100 }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{/* Leader election: on with more than one replica, or when the config asks. */}}
 {{- define "resyncd.leaderElection" -}}
 {{- $le := default dict .Values.config.leaderElection }}
