@@ -64,6 +64,11 @@ bench: bins build ## Measure resyncd against controller-runtime (1 and 8 workers
 	go build -o bin/bench ./bench
 	bin/bench -sizes 1000,5000 -reps 3 -out $(BENCH_RESULTS) -doc docs/benchmarks.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
 
+.PHONY: bench-scale
+bench-scale: bins build ## resyncd, the raw-SSA floor, the raw LIST and controller-runtime at N = 1,000, 5,000 and 20,000 (cold once at 20,000): the cost per parent and its slope, docs/benchmarks-scale.md, bench/results/
+	go build -o bin/bench ./bench
+	bin/bench -sizes 1000,5000,20000 -reps 3 -only resyncd,raw-ssa-floor,controller-runtime -out bench/results/$(shell date -u +%Y-%m-%d)-scale.json -doc docs/benchmarks-scale.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
+
 .PHONY: bench-quick
 bench-quick: bins build ## The bench at N = 200 (about 2 minutes), for development: .run/bench/quick.md; BENCH_FLAGS="-profile DIR" adds pprof profiles
 	go build -o bin/bench ./bench

@@ -129,3 +129,29 @@ func TestBenchRuns(t *testing.T) {
 		t.Errorf("bench -from wrote another report (%v)", err)
 	}
 }
+
+// TestScale: with two sizes, the report gives each contender's cost per
+// parent at each N and the slope between them.
+func TestScale(t *testing.T) {
+	res := &Results{Sizes: []int{1000, 2000}, Reps: 1}
+	for _, n := range []int{1000, 2000} {
+		f := float64(n)
+		res.Samples = append(res.Samples,
+			&Sample{Contender: resyncdName, N: n, Rep: 1, Phase: "steady", PassSeconds: f * 100e-6, PeakRSS: int64(f) * 20 << 10, Traffic: Traffic{Bytes: f * 1024}},
+			&Sample{Contender: listName, N: n, Rep: 1, Phase: "steady", PassSeconds: f * f * 1e-7, PeakRSS: 64 << 20, Traffic: Traffic{Bytes: f * 1024}})
+	}
+	got := summarize(res).scale()
+	for _, want := range []string{
+		"| resyncd | 1000 | 100 | 100 | 1.00 | 1.00 | 20 | 20.0 |",
+		"| resyncd | 2000 | 100 |  | 1.00 |  | 39 |  |",
+		"| raw paged LIST | 1000 | 100 | 300 | 1.00 | 1.00 | 64 | 0.0 |",
+		"| raw paged LIST | 2000 | 200 |  |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no line %q in:\n%s", want, got)
+		}
+	}
+	if one := summarize(&Results{Sizes: []int{1000}}).scale(); one != "" {
+		t.Errorf("a scale table for one size: %q", one)
+	}
+}

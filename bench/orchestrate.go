@@ -223,7 +223,7 @@ func orchestrate(args []string) error {
 		return runErr
 	}
 	report := summarize(res)
-	fmt.Print(report.tables())
+	fmt.Print(report.tables() + report.scale())
 	if *doc != "" {
 		if err := os.WriteFile(*doc, []byte(report.markdown(*out)), 0o644); err != nil {
 			return err
@@ -298,7 +298,7 @@ func reportFrom(path, doc string) error {
 	}
 	report := summarize(&res)
 	if doc == "" {
-		fmt.Print(report.tables())
+		fmt.Print(report.tables() + report.scale())
 		return nil
 	}
 	return os.WriteFile(doc, []byte(report.markdown(path)), 0o644)

@@ -362,6 +362,40 @@ func (sum *summary) tables() string {
 	return b.String()
 }
 
+// scale renders, when the run has more than one N, what a steady pass
+// costs per parent at each N and what each parent more costs between
+// two Ns: a per-parent figure that grows with N is a term that grows
+// faster than linearly.
+func (sum *summary) scale() string {
+	if len(sum.sizes) < 2 {
+		return ""
+	}
+	var b bytes.Buffer
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p("### Scale\n\n")
+	p("Per parent at each N (steady pass, the bytes the API server sent for it, peak RSS in sync), and the slope\n")
+	p("to the next N: what each parent more adds. A per-parent figure that grows with N grows faster than linearly.\n\n")
+	p("| contender | N | pass, µs a parent | slope, µs a parent | KiB a parent | slope, KiB a parent | RSS in sync, MiB | slope, KiB a parent |\n|---|---|---|---|---|---|---|---|\n")
+	for _, c := range []string{resyncdName, listName, crName} {
+		for i, z := range sum.sizes {
+			n := float64(z.N)
+			st, rss := z.Steady[c], z.SyncRSS[c]
+			slopePass, slopeBytes, slopeRSS := "", "", ""
+			if i+1 < len(sum.sizes) {
+				y := sum.sizes[i+1]
+				dn := float64(y.N - z.N)
+				slopePass = fmt.Sprintf("%.0f", (y.Steady[c].Pass.Median-st.Pass.Median)/dn*1e6)
+				slopeBytes = fmt.Sprintf("%.2f", (y.Steady[c].Bytes.Median-st.Bytes.Median)/dn/1024)
+				slopeRSS = fmt.Sprintf("%.1f", (y.SyncRSS[c].Median-rss.Median)/dn/1024)
+			}
+			p("| %s | %d | %.0f | %s | %.2f | %s | %s | %s |\n", labels[c], z.N, st.Pass.Median/n*1e6, slopePass,
+				st.Bytes.Median/n/1024, slopeBytes, num(mib(rss), "%.0f"), slopeRSS)
+		}
+	}
+	p("\n")
+	return b.String()
+}
+
 func pct(f float64) string { return fmt.Sprintf("%g%%", f*100) }
 
 // markdown is docs/benchmarks.md: how the figures were made, then the figures.
@@ -379,5 +413,6 @@ func (sum *summary) markdown(jsonPath string) string {
 		p("- Every sample: [`%s`](../%s).\n", filepath.ToSlash(jsonPath), filepath.ToSlash(jsonPath))
 	}
 	p("\n%s", sum.tables())
+	p("%s", sum.scale())
 	return b.String()
 }
