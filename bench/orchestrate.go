@@ -489,6 +489,7 @@ func (b *bench) cold(ctx context.Context, c contender, n, rep, of int) (*Sample,
 	}
 	s, err := b.run(ctx, c, n, rep, "cold")
 	if err != nil {
+		s.Error = err.Error() // kept in the samples, out of the figures
 		return s, err
 	}
 	for i, cl := range cls {

@@ -376,6 +376,13 @@ func (sum *summary) scale() string {
 	p("Per parent at each N (steady pass, the bytes the API server sent for it, peak RSS in sync), and the slope\n")
 	p("to the next N: what each parent more adds. A per-parent figure that grows with N grows faster than linearly.\n\n")
 	p("| contender | N | pass, µs a parent | slope, µs a parent | KiB a parent | slope, KiB a parent | RSS in sync, MiB | slope, KiB a parent |\n|---|---|---|---|---|---|---|---|\n")
+	// f formats v, or "—" when the figures behind it are missing.
+	f := func(format string, v float64) string {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return "—"
+		}
+		return fmt.Sprintf(format, v)
+	}
 	for _, c := range []string{resyncdName, listName, crName} {
 		for i, z := range sum.sizes {
 			n := float64(z.N)
@@ -384,12 +391,12 @@ func (sum *summary) scale() string {
 			if i+1 < len(sum.sizes) {
 				y := sum.sizes[i+1]
 				dn := float64(y.N - z.N)
-				slopePass = fmt.Sprintf("%.0f", (y.Steady[c].Pass.Median-st.Pass.Median)/dn*1e6)
-				slopeBytes = fmt.Sprintf("%.2f", (y.Steady[c].Bytes.Median-st.Bytes.Median)/dn/1024)
-				slopeRSS = fmt.Sprintf("%.1f", (y.SyncRSS[c].Median-rss.Median)/dn/1024)
+				slopePass = f("%.0f", (y.Steady[c].Pass.Median-st.Pass.Median)/dn*1e6)
+				slopeBytes = f("%.2f", (y.Steady[c].Bytes.Median-st.Bytes.Median)/dn/1024)
+				slopeRSS = f("%.1f", (y.SyncRSS[c].Median-rss.Median)/dn/1024)
 			}
-			p("| %s | %d | %.0f | %s | %.2f | %s | %s | %s |\n", labels[c], z.N, st.Pass.Median/n*1e6, slopePass,
-				st.Bytes.Median/n/1024, slopeBytes, num(mib(rss), "%.0f"), slopeRSS)
+			p("| %s | %d | %s | %s | %s | %s | %s | %s |\n", labels[c], z.N, f("%.0f", st.Pass.Median/n*1e6), slopePass,
+				f("%.2f", st.Bytes.Median/n/1024), slopeBytes, f("%.0f", rss.Median/(1<<20)), slopeRSS)
 		}
 	}
 	p("\n")
