@@ -21,11 +21,7 @@ import (
 // flags, certificates and port on the same etcd; it returns once the API
 // server is ready again. The new process is stopped with the others.
 func (e *Env) RestartAPIServer(downtime time.Duration) error {
-	u, err := url.Parse(e.Config.Host)
-	if err != nil {
-		return err
-	}
-	pid, args, err := findAPIServer(u.Port())
+	pid, args, err := e.apiServer()
 	if err != nil {
 		return err
 	}
@@ -60,11 +56,7 @@ func (e *Env) RestartAPIServer(downtime time.Duration) error {
 // a hung server), SIGCONT lets it go on. Stop thaws it first, else its
 // shutdown would wait forever.
 func (e *Env) SignalAPIServer(sig syscall.Signal) error {
-	u, err := url.Parse(e.Config.Host)
-	if err != nil {
-		return err
-	}
-	pid, _, err := findAPIServer(u.Port())
+	pid, _, err := e.apiServer()
 	if err != nil {
 		return err
 	}
@@ -73,6 +65,16 @@ func (e *Env) SignalAPIServer(sig syscall.Signal) error {
 		e.frozenPID = pid
 	}
 	return syscall.Kill(pid, sig)
+}
+
+// apiServer finds the process of this control plane's kube-apiserver and
+// its command line.
+func (e *Env) apiServer() (int, []string, error) {
+	u, err := url.Parse(e.Config.Host)
+	if err != nil {
+		return 0, nil, err
+	}
+	return findAPIServer(u.Port())
 }
 
 // findAPIServer finds the kube-apiserver serving on port and its command line.
