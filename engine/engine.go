@@ -157,8 +157,8 @@ type Settings struct {
 // SettingsFrom is what a pass uses of c in its first cluster: the only
 // one of a configuration that lists no cluster.
 func SettingsFrom(c *config.Config) Settings {
-	if len(c.Clusters) == 0 {
-		return Settings{Cluster: config.LocalCluster, FieldManager: c.FieldManager, PageSize: c.PageSize, DriftCheck: c.DriftCheck, Apply: c.Apply, Resources: c.Resources}
+	if len(c.Clusters) == 0 { // a Config built in code rather than loaded
+		return SettingsFor(c, config.Cluster{Name: config.LocalCluster, Apply: c.Apply})
 	}
 	return SettingsFor(c, c.Clusters[0])
 }
