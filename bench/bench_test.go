@@ -5,8 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseTraffic(t *testing.T) {
@@ -73,7 +75,8 @@ func TestBenchRuns(t *testing.T) {
 	}
 	results, doc := filepath.Join(dir, "results.json"), filepath.Join(dir, "benchmarks.md")
 	cmd := exec.Command(filepath.Join(dir, "bench"), "-sizes", "10", "-reps", "1", "-resyncd", filepath.Join(dir, "resyncd"),
-		"-work", filepath.Join(dir, "work"), "-out", results, "-doc", doc)
+		"-work", filepath.Join(dir, "work"), "-out", results, "-doc", doc,
+		"-tradeoff-n", "10", "-window", "8s", "-intervals", "2s,1h", "-latency-span", "4s", "-latency-changes", "4")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("bench: %v\n%s", err, out)
 	}
@@ -97,8 +100,10 @@ func TestBenchRuns(t *testing.T) {
 		switch {
 		case s.Phase == "cold" && s.Contender != crName && s.Contender != cr8Name && s.Traffic.ChildWrites != 20:
 			t.Errorf("%s cold: %v child writes, want 20", s.Contender, s.Traffic.ChildWrites)
-		case s.Phase == "steady" && (s.Contender == resyncdName || s.Contender == listName) && (s.Traffic.Requests != 4 || s.Traffic.Lists != 4):
-			t.Errorf("%s steady: %+v, want 4 LISTs and nothing else", s.Contender, s.Traffic)
+		case (s.Phase == "steady" || s.Phase == "others") && (s.Contender == resyncdName || s.Contender == listName) && (s.Traffic.Requests != 4 || s.Traffic.Lists != 4):
+			t.Errorf("%s %s: %+v, want 4 LISTs and nothing else", s.Contender, s.Phase, s.Traffic)
+		case s.Phase == "others" && s.Others != 40:
+			t.Errorf("%s others: %d unrelated objects, want 40", s.Contender, s.Others)
 		case s.Phase == "steady" && s.Contender == resyncdTwoName && (s.Traffic.Requests != 8 || s.Traffic.Lists != 8):
 			t.Errorf("%s steady: %+v, want 4 LISTs in each cluster and nothing else", s.Contender, s.Traffic)
 		case s.Phase == "drift" && s.Contender == resyncdTwoName && (s.Drifted != 2 || s.StillDrifted != 0 || s.Traffic.ChildWrites != 2):
@@ -113,11 +118,13 @@ func TestBenchRuns(t *testing.T) {
 			t.Errorf("no sample of %s", want)
 		}
 	}
+	checkTradeOff(t, res.TradeOff)
 	md, err := os.ReadFile(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(md), "### N = 10") || !strings.Contains(string(md), "| resyncd |") || !strings.Contains(string(md), "| steady pass, requests | 4 | 8 | 2.00× |") {
+	if !strings.Contains(string(md), "### N = 10") || !strings.Contains(string(md), "| resyncd |") || !strings.Contains(string(md), "| steady pass, requests | 4 | 8 | 2.00× |") ||
+		!strings.Contains(string(md), "### The trade-off against watching, at N = 10") {
 		t.Errorf("report has no table for N = 10:\n%s", md)
 	}
 	// -from writes the same report from the samples alone.
@@ -127,6 +134,91 @@ func TestBenchRuns(t *testing.T) {
 	}
 	if md2, err := os.ReadFile(again); err != nil || string(md2) != string(md) {
 		t.Errorf("bench -from wrote another report (%v)", err)
+	}
+}
+
+// checkTradeOff: every window plane measured, resyncd's passes there made
+// their LISTs and nothing else, and every injected change was repaired.
+func checkTradeOff(t *testing.T, to *TradeOff) {
+	t.Helper()
+	if to == nil {
+		t.Fatal("no trade-off in the results")
+	}
+	got := map[string]*WindowSample{}
+	for _, w := range to.Windows {
+		got[w.Contender] = w
+		if w.Error != "" || w.APIServerCPU <= 0 || w.EtcdCPU <= 0 {
+			t.Errorf("window %s: error %q, CPU %.2f s and %.2f s", w.Contender, w.Error, w.APIServerCPU, w.EtcdCPU)
+		}
+	}
+	for _, c := range []string{"idle", "resyncd-2s", "resyncd-1h", crName} {
+		if got[c] == nil {
+			t.Errorf("no window of %s", c)
+		}
+	}
+	// Passes every 2 s over 8 s; none at 1 h. Each pass 4 LISTs and
+	// nothing else (the server's own Service LIST may fall in a window).
+	if w := got["resyncd-2s"]; w != nil && (w.Passes < 2 || w.Traffic.Lists < float64(4*w.Passes) || w.Traffic.Writes() != 0) {
+		t.Errorf("resyncd-2s: %d passes, %+v", w.Passes, w.Traffic)
+	}
+	if w := got["resyncd-1h"]; w != nil && (w.Passes != 0 || w.Traffic.Writes() != 0) {
+		t.Errorf("resyncd-1h: %d passes, %+v", w.Passes, w.Traffic)
+	}
+	if len(to.Latency) != 2 {
+		t.Fatalf("drift latency of %d contenders, want 2: %+v", len(to.Latency), to.Latency)
+	}
+	for _, l := range to.Latency {
+		if l.Error != "" || l.Unrepaired != 0 || len(l.Seconds) != 4 {
+			t.Errorf("drift latency under %s: %d repaired, %d not, error %q; want 4 repaired", l.Contender, len(l.Seconds), l.Unrepaired, l.Error)
+		}
+		for _, s := range l.Seconds {
+			if s <= 0 {
+				t.Errorf("drift latency under %s: a change repaired %v s after it was made", l.Contender, s)
+			}
+		}
+	}
+}
+
+// TestQuantile: nearest rank.
+func TestQuantile(t *testing.T) {
+	xs := []float64{5, 1, 4, 2, 3}
+	for q, want := range map[float64]float64{0.5: 3, 0.99: 5, 1: 5, 0.2: 1} {
+		if got := quantile(xs, q); got != want {
+			t.Errorf("quantile %.2f = %v, want %v", q, got, want)
+		}
+	}
+}
+
+func TestGCHeap(t *testing.T) {
+	line := "gc 7 @0.512s 3%: 0.020+2.1+0.031 ms clock, 0.040+0.5/1.9/0.3+0.062 ms cpu, 41->43->12 MB, 44 MB goal, 0 MB stacks, 0 MB globals, 2 P"
+	if got := gcHeap(line); got != 43<<20 {
+		t.Errorf("gcHeap = %d, want 43 MiB", got)
+	}
+	if got := gcHeap(`{"msg":"Pass finished"}`); got != 0 {
+		t.Errorf("gcHeap of a log line = %d", got)
+	}
+}
+
+// TestCPUSeconds: spinning shows as CPU time, in seconds, never more
+// than the wall time it took on every core.
+func TestCPUSeconds(t *testing.T) {
+	wall := time.Now()
+	start, err := cpuSeconds(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for used := 0.0; used < 0.2; {
+		if time.Since(wall) > 10*time.Second {
+			t.Fatalf("10 s of spinning: %.2f CPU s", used)
+		}
+		now, err := cpuSeconds(os.Getpid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		used = now - start
+		if limit := time.Since(wall).Seconds()*float64(runtime.NumCPU()) + 0.02; used > limit {
+			t.Fatalf("%.2f CPU s in %.2f s of wall time on %d CPUs", used, time.Since(wall).Seconds(), runtime.NumCPU())
+		}
 	}
 }
 

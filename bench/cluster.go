@@ -211,20 +211,33 @@ func (c *cluster) drift(ctx context.Context, managedBy string, fraction float64,
 	}
 	rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
 	picked := all[:int(float64(len(all))*fraction+0.5)]
-	opts := metav1.PatchOptions{FieldManager: "bench-drift"}
-	err = parallel(len(picked), func(i int) error {
-		k := picked[i]
-		var err error
-		if k.Kind == "Deployment" {
-			patch, _ := json.Marshal([]any{map[string]any{"op": "replace", "path": "/spec/replicas", "value": driftReplicas}})
-			_, err = c.cs.AppsV1().Deployments(k.Namespace).Patch(ctx, k.Name, types.JSONPatchType, patch, opts)
-		} else {
-			patch, _ := json.Marshal([]any{map[string]any{"op": "replace", "path": "/spec/ports/0/targetPort", "value": driftTarget}})
-			_, err = c.cs.CoreV1().Services(k.Namespace).Patch(ctx, k.Name, types.JSONPatchType, patch, opts)
-		}
-		return err
-	})
+	err = parallel(len(picked), func(i int) error { return c.driftOne(ctx, picked[i]) })
 	return picked, err
+}
+
+// driftOne changes one child as another writer would: a Deployment
+// scaled, a Service's targetPort changed.
+func (c *cluster) driftOne(ctx context.Context, k childKey) error {
+	opts := metav1.PatchOptions{FieldManager: "bench-drift"}
+	var err error
+	if k.Kind == "Deployment" {
+		patch, _ := json.Marshal([]any{map[string]any{"op": "replace", "path": "/spec/replicas", "value": driftReplicas}})
+		_, err = c.cs.AppsV1().Deployments(k.Namespace).Patch(ctx, k.Name, types.JSONPatchType, patch, opts)
+	} else {
+		patch, _ := json.Marshal([]any{map[string]any{"op": "replace", "path": "/spec/ports/0/targetPort", "value": driftTarget}})
+		_, err = c.cs.CoreV1().Services(k.Namespace).Patch(ctx, k.Name, types.JSONPatchType, patch, opts)
+	}
+	return err
+}
+
+// deploymentInSync and serviceInSync say whether a child holds what its
+// parent asks for in the fields drift changes.
+func deploymentInSync(d *appsv1.Deployment) bool {
+	return d.Spec.Replicas != nil && *d.Spec.Replicas == parentReplicas
+}
+
+func serviceInSync(s *corev1.Service) bool {
+	return len(s.Spec.Ports) == 1 && s.Spec.Ports[0].TargetPort.StrVal == "http"
 }
 
 // stillDrifted counts the drifted children that are not back as desired.
@@ -235,10 +248,10 @@ func (c *cluster) stillDrifted(ctx context.Context, managedBy string, drifted []
 	}
 	ok := map[childKey]bool{}
 	for _, d := range deps {
-		ok[childKey{"Deployment", d.Namespace, d.Name}] = d.Spec.Replicas != nil && *d.Spec.Replicas == parentReplicas
+		ok[childKey{"Deployment", d.Namespace, d.Name}] = deploymentInSync(&d)
 	}
 	for _, s := range svcs {
-		ok[childKey{"Service", s.Namespace, s.Name}] = len(s.Spec.Ports) == 1 && s.Spec.Ports[0].TargetPort.StrVal == "http"
+		ok[childKey{"Service", s.Namespace, s.Name}] = serviceInSync(&s)
 	}
 	n := 0
 	for _, k := range drifted {

@@ -11,7 +11,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -24,7 +27,8 @@ type daemon struct {
 	done   chan passLine
 	exited chan struct{}
 	peak   func() int64
-	tail   []string // the last log lines, for errors
+	heap   atomic.Int64 // the largest heap of a GC, from its gctrace
+	tail   []string     // the last log lines, for errors
 }
 
 // passLine is resyncd's "Pass finished" or "Pass failed" log line.
@@ -35,17 +39,27 @@ type passLine struct {
 }
 
 func (b *bench) startDaemon(c contender, n int) (*daemon, error) {
-	args := []string{b.resyncd, "run", "--config", b.configs[c.Config], "--kubeconfig", b.kubeconfig, "--log-format", "json"}
+	return b.spawnDaemon(fmt.Sprintf("%s-%d", c.Name, n), b.configs[c.Config], b.kubeconfig)
+}
+
+// spawnDaemon starts `resyncd run` with config against kubeconfig, its log
+// in the work directory under name.
+func (b *bench) spawnDaemon(name, config, kubeconfig string) (*daemon, error) {
+	args := []string{b.resyncd, "run", "--config", config, "--log-format", "json"}
+	if kubeconfig != "" {
+		args = append(args, "--kubeconfig", kubeconfig)
+	}
 	if b.profile != "" {
-		base := filepath.Join(b.profile, fmt.Sprintf("%s-%d-run", c.Name, n))
+		base := filepath.Join(b.profile, name+"-run")
 		args = append(args, "--cpu-profile", base+".cpu.pprof", "--heap-profile", base+".heap.pprof")
 	}
-	d := &daemon{cmd: exec.Command(args[0], args[1:]...), done: make(chan passLine, 16), exited: make(chan struct{})}
+	d := &daemon{cmd: exec.Command(args[0], args[1:]...), done: make(chan passLine, 256), exited: make(chan struct{})}
+	d.cmd.Env = gcTraced()
 	logs, err := d.cmd.StderrPipe()
 	if err != nil {
 		return nil, err
 	}
-	logFile, err := os.Create(filepath.Join(b.work, fmt.Sprintf("%s-%d.log", c.Name, n)))
+	logFile, err := os.Create(filepath.Join(b.work, name+".log"))
 	if err != nil {
 		return nil, err
 	}
@@ -62,6 +76,12 @@ func (b *bench) startDaemon(c contender, n int) (*daemon, error) {
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			line := sc.Text()
+			if h := gcHeap(line); h > 0 {
+				if h > d.heap.Load() {
+					d.heap.Store(h)
+				}
+				continue
+			}
 			d.tail = append(d.tail, line)
 			if len(d.tail) > 20 {
 				d.tail = d.tail[1:]
@@ -93,8 +113,8 @@ func (d *daemon) pass(ctx context.Context) (passLine, error) {
 	}
 }
 
-// stop ends the daemon and returns its peak RSS.
-func (d *daemon) stop() int64 {
+// stop ends the daemon and returns its peak RSS and peak heap.
+func (d *daemon) stop() (rss, heap int64) {
 	_ = d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-d.exited:
@@ -102,19 +122,22 @@ func (d *daemon) stop() int64 {
 		_ = d.cmd.Process.Kill()
 		<-d.exited
 	}
-	return d.peak()
+	return d.peak(), d.heap.Load()
 }
 
-// passes measures one `resyncd run` on the converged cluster: its first
-// pass (nothing remembered from an earlier pass), then reps rounds of a
-// steady pass, the raw LIST beside it, drift, the pass after drift and one
-// more.
-func (b *bench) passes(ctx context.Context, c contender, n, reps int, fraction float64) (out []*Sample, err error) {
+// passRun is one `resyncd run` of contender c on its clusters, measured
+// pass by pass.
+type passRun struct {
+	b   *bench
+	c   contender
+	n   int
+	d   *daemon
+	cls []*cluster
+	out []*Sample
+}
+
+func (b *bench) startPasses(c contender, n int) (*passRun, error) {
 	cls, _, err := b.clustersOf(c, n)
-	if err != nil {
-		return nil, err
-	}
-	before, err := b.traffic(ctx, c, n)
 	if err != nil {
 		return nil, err
 	}
@@ -122,80 +145,132 @@ func (b *bench) passes(ctx context.Context, c contender, n, reps int, fraction f
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		p := d.stop()
-		for _, s := range out {
-			if s.Contender == c.Name {
-				s.PeakRSS = p
-			}
-		}
-	}()
-	// pass measures one pass; the first starts by itself.
-	pass := func(rep int, phase string, kick bool) (*Sample, error) {
-		s := &Sample{Contender: c.Name, N: n, Rep: rep, Phase: phase}
-		out = append(out, s)
-		start := d.start
-		if kick {
-			if before, err = b.traffic(ctx, c, n); err != nil {
-				return s, err
-			}
-			start = time.Now()
-			if err := d.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
-				return s, err
-			}
-		}
-		// One pass line a cluster; the pass is its slowest cluster's.
-		for range cls {
-			l, err := d.pass(ctx)
-			if err != nil {
-				return s, err
-			}
-			if dur, err := time.ParseDuration(l.Duration); err == nil {
-				s.PassSeconds = max(s.PassSeconds, dur.Seconds())
-			}
-		}
-		s.Seconds = time.Since(start).Seconds()
-		after, err := b.traffic(ctx, c, n)
-		s.Traffic = after.sub(before)
+	return &passRun{b: b, c: c, n: n, d: d, cls: cls}, nil
+}
+
+// pass measures one pass: the first starts by itself, kick starts one
+// with SIGUSR1.
+func (r *passRun) pass(ctx context.Context, rep int, phase string, kick bool) (*Sample, error) {
+	s := &Sample{Contender: r.c.Name, N: r.n, Rep: rep, Phase: phase}
+	r.out = append(r.out, s)
+	before, err := r.b.traffic(ctx, r.c, r.n)
+	if err != nil {
 		return s, err
 	}
+	start := r.d.start
+	if kick {
+		start = time.Now()
+		if err := r.d.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+			return s, err
+		}
+	}
+	// One pass line a cluster; the pass is its slowest cluster's.
+	for range r.cls {
+		l, err := r.d.pass(ctx)
+		if err != nil {
+			return s, err
+		}
+		if dur, err := time.ParseDuration(l.Duration); err == nil {
+			s.PassSeconds = max(s.PassSeconds, dur.Seconds())
+		}
+	}
+	s.Seconds = time.Since(start).Seconds()
+	after, err := r.b.traffic(ctx, r.c, r.n)
+	s.Traffic = after.sub(before)
+	return s, err
+}
+
+// stop ends the daemon and gives each of its samples the run's peak RSS
+// and heap.
+func (r *passRun) stop() []*Sample {
+	rss, heap := r.d.stop()
+	for _, s := range r.out {
+		s.PeakRSS, s.PeakHeap = rss, heap
+	}
+	return r.out
+}
+
+// passes measures one `resyncd run` on the converged cluster: its first
+// pass (nothing remembered from an earlier pass), then reps rounds of a
+// steady pass, the raw LIST beside it, drift, the pass after drift and one
+// more.
+func (b *bench) passes(ctx context.Context, c contender, n, reps int, fraction float64) ([]*Sample, error) {
+	r, err := b.startPasses(c, n)
+	if err != nil {
+		return nil, err
+	}
+	var others []*Sample // the raw LIST's
+	err = b.passRounds(ctx, r, reps, fraction, func(s *Sample) { others = append(others, s) })
+	return append(r.stop(), others...), err
+}
+
+func (b *bench) passRounds(ctx context.Context, r *passRun, reps int, fraction float64, keep func(*Sample)) error {
+	c, n := r.c, r.n
 	fmt.Fprintf(os.Stderr, "bench: N=%d %s: passes of resyncd run\n", n, c.Name)
-	if _, err := pass(1, "first", false); err != nil {
-		return out, err
+	if _, err := r.pass(ctx, 1, "first", false); err != nil {
+		return err
 	}
 	for rep := 1; rep <= reps; rep++ {
-		if _, err := pass(rep, "steady", true); err != nil {
-			return out, err
+		if _, err := r.pass(ctx, rep, "steady", true); err != nil {
+			return err
 		}
 		if c.Name == resyncdName {
-			s, err := b.run(ctx, contender{Name: listName, args: func(b *bench, _ int) []string {
-				return []string{b.self, "list", "--kubeconfig", b.kubeconfig, "--page-size", "500"}
-			}}, n, rep, "steady")
-			out = append(out, s)
+			s, err := b.run(ctx, listContender(), n, rep, "steady")
+			keep(s)
 			if err != nil {
-				return out, err
+				return err
 			}
 		}
-		drifted := make([][]childKey, len(cls))
-		for i, cl := range cls {
+		drifted := make([][]childKey, len(r.cls))
+		for i, cl := range r.cls {
+			var err error
 			if drifted[i], err = cl.drift(ctx, c.ManagedBy, fraction, rand.New(rand.NewPCG(uint64(n), uint64(rep+100*i)))); err != nil {
-				return out, err
+				return err
 			}
 		}
 		for _, phase := range []string{"drift", "again"} {
-			s, err := pass(rep, phase, true)
+			s, err := r.pass(ctx, rep, phase, true)
 			if err != nil {
-				return out, err
+				return err
 			}
-			for i, cl := range cls {
+			for i, cl := range r.cls {
 				left, err := cl.stillDrifted(ctx, c.ManagedBy, drifted[i])
 				if err != nil {
-					return out, err
+					return err
 				}
 				s.Drifted += len(drifted[i])
 				s.StillDrifted += left
 			}
 		}
 	}
-	return out, nil
+	return nil
+}
+
+// listContender is the raw paged LIST, run beside resyncd's steady passes.
+func listContender() contender {
+	return contender{Name: listName, args: func(b *bench, _ int) []string {
+		return []string{b.self, "list", "--kubeconfig", b.kubeconfig, "--page-size", "500"}
+	}}
+}
+
+// gcTraced is the environment with the Go runtime's GC trace on: a line on
+// stderr at each collection, with the heap's size at its start.
+func gcTraced() []string {
+	return append(os.Environ(), "GODEBUG=gctrace=1")
+}
+
+var gcTraceHeap = regexp.MustCompile(`^gc \d+ @.* (\d+)->(\d+)->\d+ MB`)
+
+// gcHeap is the largest heap a gctrace line reports: at the start of the
+// collection or at its end, before the sweep (the heap grows while it is
+// marked), in bytes, rounded down to a MiB by the runtime; 0 for any other
+// line.
+func gcHeap(line string) int64 {
+	m := gcTraceHeap.FindStringSubmatch(line)
+	if m == nil {
+		return 0
+	}
+	start, _ := strconv.ParseInt(m[1], 10, 64)
+	end, _ := strconv.ParseInt(m[2], 10, 64)
+	return max(start, end) << 20
 }

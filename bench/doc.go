@@ -75,8 +75,7 @@ For each N, each contender in turn:
    compactions), so that a contender always measured after the others would seem
    slower than it is (seen: the same graph contender 1.21× resyncd measured after it,
    0.98× before it). Above N = 2,000, once, as it takes minutes per contender.
-2. **Steady**, on the cluster the contender converged (after the rounds, each
-   contender converges it once more, unmeasured): for resyncd, one
+2. **Steady**, on the cluster the contender's last cold run converged: for resyncd, one
    ` + "`resyncd run`" + ` whose passes the bench starts with SIGUSR1 (the interval is a
    day): its first pass (nothing remembered from an earlier pass: what a restart
    costs), then ` + "`-reps`" + ` rounds of a steady pass, drift and two more passes. For
@@ -91,6 +90,34 @@ For each N, each contender in turn:
    drifted child. resyncd's status writes there are ` + "`status.lastAppliedTime`" + ` of the
    parents whose children it repaired.
 
+4. **The trade-off against watching** (` + "`-tradeoff-n`" + `, N = 1,000 in ` + "`make bench`" + `), after the
+   figures above at that N:
+   - **Among unrelated objects**: 4N Deployments and 4N Services of another team,
+     100 per namespace, the same shape as the children but for their labels,
+     created by another client before the contenders run and deleted after. Each
+     of resyncd, controller-runtime (1 and 8 workers) and the raw LIST keeps the
+     same N parents in sync among them as in step 2, ` + "`-reps`" + ` times; the report sets
+     peak RSS, peak heap, requests and bytes beside step 2's, without them.
+     resyncd reads children with its label selector, so the server filters them
+     out; controller-runtime's informers hold every Deployment and Service.
+   - **Over time**: four more control planes, started side by side, each with N
+     parents: one idle (converged by ` + "`resyncd once`" + `, then no client), one each
+     under ` + "`resyncd run`" + ` at an interval of 30 s and of 5 minutes, one under
+     controller-runtime with its watches open. Once all are in sync, one window
+     (5 minutes, ` + "`-window`" + `) is measured on all of them at once (while the unrelated
+     objects' figures run on the first control plane): the CPU time of each
+     kube-apiserver and etcd process from /proc/PID/stat (user and system), and
+     the requests and bytes of the four collections. Figures are scaled to an hour;
+     "above the idle server" subtracts the idle plane's CPU. Control planes differ by
+     a few percent even when idle (compare the 5-minute interval's plane with the
+     idle one), which bounds what the window can tell apart.
+   - **Drift latency**: on the 30-second plane and the controller-runtime plane, at
+     the same time, 60 children picked at random are changed (as in step 3) at
+     random moments over 2 minutes (` + "`-latency-changes`" + `, ` + "`-latency-span`" + `). A
+     watch of the bench's own on the contender's children stamps when the API
+     server holds each drifted object and when it holds the repaired one; the
+     figure is the time between, as p50, p99 (nearest rank) and max.
+
 Requests and bytes come from the API server's own metrics
 (` + "`apiserver_request_total`" + `, ` + "`apiserver_response_sizes`" + `, ` + "`apiserver_watch_events_sizes`" + `),
 scraped before and after each run and restricted to the four collections the
@@ -102,7 +129,11 @@ responses. The server's LIST seconds are the sum of
 ` + "`apiserver_request_duration_seconds`" + ` over the run's LISTs of those collections: the
 server's own time from receiving each page's request to the end of its
 response, the floor of any client's pass (a client that reads slowly lengthens
-it too). Peak RSS is the process's VmHWM, sampled every 10 ms.
+it too). Peak RSS is the process's VmHWM, sampled every 10 ms. Peak heap is the
+largest heap the Go runtime reports at a collection (every process runs with
+` + "`GODEBUG=gctrace=1`" + `; the heap at the start or the end of marking, whichever is
+larger, in whole MiB): the memory the program itself asks for, where RSS adds the
+runtime, the binary and memory the runtime has not yet returned.
 
 ## What bounds each figure
 

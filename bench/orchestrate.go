@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -120,8 +121,13 @@ type Sample struct {
 	// from start to every parent reconciled.
 	PassSeconds float64 `json:"passSeconds"`
 	PeakRSS     int64   `json:"peakRSSBytes"`
-	Traffic     Traffic `json:"traffic"`
-	Drifted     int     `json:"drifted,omitempty"`
+	// PeakHeap is the largest heap the Go runtime's GC trace reported.
+	PeakHeap int64   `json:"peakHeapBytes,omitempty"`
+	Traffic  Traffic `json:"traffic"`
+	// Others is the number of unrelated Deployments and of unrelated
+	// Services in the cluster (phase "others").
+	Others  int `json:"others,omitempty"`
+	Drifted int `json:"drifted,omitempty"`
 	// StillDrifted counts drifted children not repaired after the run.
 	StillDrifted int    `json:"stillDrifted,omitempty"`
 	Error        string `json:"error,omitempty"`
@@ -137,6 +143,8 @@ type Results struct {
 	Drift    float64   `json:"driftFraction"`
 	Seconds  float64   `json:"seconds"`
 	Samples  []*Sample `json:"samples"`
+	// TradeOff is what polling costs and saves against watching, at one N.
+	TradeOff *TradeOff `json:"tradeOff,omitempty"`
 }
 
 type bench struct {
@@ -152,6 +160,10 @@ type bench struct {
 	coldMax   int
 	only      map[string]bool
 	profile   string
+	// tradeOffN is the N at which the trade-off against watching is
+	// measured; 0: nowhere.
+	tradeOffN    int
+	tradeOffOpts tradeOffOptions
 }
 
 func orchestrate(args []string) error {
@@ -167,6 +179,13 @@ func orchestrate(args []string) error {
 	only := fs.String("only", "", "run only these contenders, comma-separated (development)")
 	profile := fs.String("profile", "", "write pprof CPU and heap profiles of every resyncd run into this directory")
 	from := fs.String("from", "", "write the report of this results file (-out of an earlier run) to -doc, and run nothing")
+	var to tradeOffOptions
+	fs.IntVar(&to.n, "tradeoff-n", 0, "measure the trade-off against watching at this N, one of -sizes (0: not at all)")
+	fs.IntVar(&to.others, "others", 4, "unrelated Deployments, and Services, in the trade-off: this many times N")
+	fs.DurationVar(&to.window, "window", 5*time.Minute, "the trade-off's window with everything in sync")
+	intervals := fs.String("intervals", "30s,5m", "resyncd's intervals in the trade-off's window, comma-separated; drift latency at the first")
+	fs.DurationVar(&to.latencySpan, "latency-span", 2*time.Minute, "the span over which drift is injected at random moments")
+	fs.IntVar(&to.latencyChanges, "latency-changes", 60, "the number of children drifted over -latency-span")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -176,6 +195,16 @@ func orchestrate(args []string) error {
 	ns, err := parseSizes(*sizes)
 	if err != nil {
 		return err
+	}
+	for _, f := range strings.Split(*intervals, ",") {
+		iv, err := time.ParseDuration(strings.TrimSpace(f))
+		if err != nil || iv <= 0 {
+			return fmt.Errorf("-intervals %q: %q is not a positive duration", *intervals, f)
+		}
+		to.intervals = append(to.intervals, iv)
+	}
+	if to.n != 0 && !slices.Contains(ns, to.n) {
+		return fmt.Errorf("-tradeoff-n %d: not one of -sizes %s", to.n, *sizes)
 	}
 	if *reps < 1 {
 		return fmt.Errorf("-reps %d: must be at least 1", *reps)
@@ -188,6 +217,7 @@ func orchestrate(args []string) error {
 		return err
 	}
 	b.coldMax, b.profile = *coldMax, *profile
+	b.tradeOffN, b.tradeOffOpts = to.n, to
 	if *only != "" {
 		b.only = map[string]bool{}
 		for _, c := range strings.Split(*only, ",") {
@@ -223,7 +253,7 @@ func orchestrate(args []string) error {
 		return runErr
 	}
 	report := summarize(res)
-	fmt.Print(report.tables() + report.scale())
+	fmt.Print(report.tables() + report.scale() + report.tradeOff())
 	if *doc != "" {
 		if err := os.WriteFile(*doc, []byte(report.markdown(*out)), 0o644); err != nil {
 			return err
@@ -234,10 +264,11 @@ func orchestrate(args []string) error {
 
 // runAll measures every contender at every size: cold convergence -reps
 // times (once above -cold-reps-up-to, where it takes minutes), then, on the
-// cluster it converged, -reps rounds of steady pass and drift. Repeated
-// cold runs go round by round, each round starting one contender later:
-// the server slows as a bench goes on (its etcd's history grows), and a
-// contender measured after the others would seem slower than it is.
+// cluster its last cold run converged, -reps rounds of steady pass and
+// drift. Repeated cold runs go round by round, each round starting one
+// contender later: the server slows as a bench goes on (its etcd's history
+// grows), and a contender measured after the others would seem slower than
+// it is. At -tradeoff-n, the trade-off against watching follows.
 func (b *bench) runAll(ctx context.Context, res *Results, sizes []int, reps int, drift float64) error {
 	var cs []contender
 	for _, c := range contenders() {
@@ -246,35 +277,48 @@ func (b *bench) runAll(ctx context.Context, res *Results, sizes []int, reps int,
 		}
 	}
 	for _, n := range sizes {
-		if n > b.coldMax {
-			for _, c := range cs {
-				samples, err := b.measure(ctx, c, n, 1, reps, drift)
-				res.Samples = append(res.Samples, samples...)
-				if err != nil {
-					return err
-				}
-			}
-			continue
+		if err := b.measureSize(ctx, res, cs, n, reps, drift); err != nil {
+			return err
 		}
-		for rep := 1; rep <= reps; rep++ {
-			for i := range cs {
-				c := cs[(i+rep-1)%len(cs)]
-				s, err := b.cold(ctx, c, n, rep, reps)
-				if s != nil {
-					res.Samples = append(res.Samples, s)
-				}
-				if err != nil {
-					return err
-				}
+		if n == b.tradeOffN {
+			if err := b.tradeOff(ctx, res, cs, n, reps); err != nil {
+				return err
 			}
 		}
+	}
+	return nil
+}
+
+// measureSize measures every contender at N.
+func (b *bench) measureSize(ctx context.Context, res *Results, cs []contender, n, reps int, drift float64) error {
+	if n > b.coldMax {
 		for _, c := range cs {
-			if !c.Repeats {
+			samples, err := b.measure(ctx, c, n, 1, reps, drift)
+			res.Samples = append(res.Samples, samples...)
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for rep := 1; rep <= reps; rep++ {
+		for i := range cs {
+			c := cs[(i+rep-1)%len(cs)]
+			s, err := b.cold(ctx, c, n, rep, reps)
+			if s != nil {
+				res.Samples = append(res.Samples, s)
+			}
+			if err != nil {
+				return err
+			}
+			if rep < reps || !c.Repeats {
 				continue
 			}
-			// Converged by this contender again, unmeasured.
-			if _, err := b.cold(ctx, c, n, 0, reps); err != nil {
-				return err
+			// On the cluster this last cold run converged.
+			if s.Error != "" {
+				if _, err := b.cold(ctx, c, n, 0, reps); err != nil {
+					return err
+				}
 			}
 			samples, err := b.repeats(ctx, c, n, reps, drift)
 			res.Samples = append(res.Samples, samples...)
@@ -298,7 +342,7 @@ func reportFrom(path, doc string) error {
 	}
 	report := summarize(&res)
 	if doc == "" {
-		fmt.Print(report.tables() + report.scale())
+		fmt.Print(report.tables() + report.scale() + report.tradeOff())
 		return nil
 	}
 	return os.WriteFile(doc, []byte(report.markdown(path)), 0o644)
@@ -564,6 +608,7 @@ func (b *bench) run(ctx context.Context, c contender, n, rep int, phase string) 
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
+	cmd.Env = gcTraced()
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
@@ -590,6 +635,7 @@ func (b *bench) run(ctx context.Context, c contender, n, rep int, phase string) 
 		s.Seconds = time.Since(start).Seconds()
 	}
 	s.PeakRSS = peak()
+	logs := stderrWithoutGC(stderr.String(), &s.PeakHeap)
 	after, err := b.traffic(context.WithoutCancel(ctx), c, n)
 	if err != nil {
 		return s, err
@@ -600,7 +646,7 @@ func (b *bench) run(ctx context.Context, c contender, n, rep int, phase string) 
 		waitErr = errors.Join(waitErr, errors.New("stopped before it converged"))
 	}
 	if waitErr != nil && !(c.UntilConverged && s.Seconds > 0) {
-		return s, fmt.Errorf("%s (N=%d, %s): %w\n%s%s", c.Name, n, phase, waitErr, strings.Join(lines, "\n"), tail(stderr.String(), 2000))
+		return s, fmt.Errorf("%s (N=%d, %s): %w\n%s%s", c.Name, n, phase, waitErr, strings.Join(lines, "\n"), tail(logs, 2000))
 	}
 	return s, nil
 }
@@ -666,6 +712,20 @@ func passSeconds(lines []string) float64 {
 		}
 	}
 	return slowest
+}
+
+// stderrWithoutGC is a process's stderr without its GC trace lines, the
+// largest heap they report stored in heap.
+func stderrWithoutGC(stderr string, heap *int64) string {
+	var kept []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if h := gcHeap(l); h > 0 {
+			*heap = max(*heap, h)
+			continue
+		}
+		kept = append(kept, l)
+	}
+	return strings.Join(kept, "\n")
 }
 
 func tail(s string, n int) string {

@@ -112,8 +112,10 @@ type sizeSummary struct {
 	// processes that keep the cluster in sync (steady, drift and after),
 	// the highest in each repetition; bytes.
 	ColdRSS, SyncRSS map[string]stat
-	Drift            map[string]driftFig
-	Targets          []target
+	// SyncHeap is the peak heap of the processes in sync, bytes.
+	SyncHeap map[string]stat
+	Drift    map[string]driftFig
+	Targets  []target
 }
 
 type steadyFig struct {
@@ -160,13 +162,17 @@ func trafficFig(ss []*Sample, c, phase string) steadyFig {
 	}
 }
 
-// peakPerRep is the highest peak RSS of c's runs other than cold in each
-// repetition, over the repetitions.
-func peakPerRep(ss []*Sample, c string) stat {
+// peakPerRep is the highest peak RSS (or, with heap, peak heap) of c's
+// runs in each repetition over the phases in sync, over the repetitions.
+func peakPerRep(ss []*Sample, c string, inSync func(phase string) bool, heap bool) stat {
 	peak := map[int]float64{}
 	for _, s := range ss {
-		if s.Contender == c && s.Phase != "cold" && s.Error == "" {
-			peak[s.Rep] = max(peak[s.Rep], float64(s.PeakRSS))
+		if s.Contender == c && inSync(s.Phase) && s.Error == "" {
+			v := float64(s.PeakRSS)
+			if heap {
+				v = float64(s.PeakHeap)
+			}
+			peak[s.Rep] = max(peak[s.Rep], v)
 		}
 	}
 	var peaks []float64
@@ -175,6 +181,12 @@ func peakPerRep(ss []*Sample, c string) stat {
 	}
 	return statOf(peaks)
 }
+
+// inSync are the phases that keep a cluster of parents only in sync;
+// amongOthers those with unrelated objects present.
+func inSync(phase string) bool { return phase != "cold" && !amongOthers(phase) }
+
+func amongOthers(phase string) bool { return strings.HasPrefix(phase, "others") }
 
 func summarize(res *Results) *summary {
 	sum := &summary{res: res}
@@ -186,7 +198,7 @@ func summarize(res *Results) *summary {
 				ss = append(ss, s)
 			}
 		}
-		z := sizeSummary{N: n, Cold: map[string]stat{}, Steady: map[string]steadyFig{}, ColdRSS: map[string]stat{}, SyncRSS: map[string]stat{}, Drift: map[string]driftFig{}}
+		z := sizeSummary{N: n, Cold: map[string]stat{}, Steady: map[string]steadyFig{}, ColdRSS: map[string]stat{}, SyncRSS: map[string]stat{}, SyncHeap: map[string]stat{}, Drift: map[string]driftFig{}}
 		for _, c := range names {
 			z.Cold[c] = pick(ss, c, "cold", func(s *Sample) float64 { return s.Seconds })
 			z.Steady[c] = trafficFig(ss, c, "steady")
@@ -194,7 +206,8 @@ func summarize(res *Results) *summary {
 				z.Steady[c+firstSuffix] = trafficFig(ss, c, "first")
 			}
 			z.ColdRSS[c] = pick(ss, c, "cold", func(s *Sample) float64 { return float64(s.PeakRSS) })
-			z.SyncRSS[c] = peakPerRep(ss, c)
+			z.SyncRSS[c] = peakPerRep(ss, c, inSync, false)
+			z.SyncHeap[c] = peakPerRep(ss, c, inSync, true)
 			d := func(f func(*Sample) float64) stat { return pick(ss, c, "drift", f) }
 			z.Drift[c] = driftFig{
 				Drifted:      d(func(s *Sample) float64 { return float64(s.Drifted) }),
@@ -226,8 +239,10 @@ func targets(z sizeSummary) []target {
 	ts = append(ts, target{What: "cold convergence against the raw-SSA floor", Want: "≤ 1.1×",
 		Got: fmt.Sprintf("%.2f× (controller-runtime, 1 worker: %.2f×; 8 workers: %.2f×)", rf,
 			ratio(z.Cold[resyncdName], z.Cold[crName]), ratio(z.Cold[resyncdName], z.Cold[cr8Name])), Met: rf <= 1.1})
-	rr := ratio(z.SyncRSS[resyncdName], z.SyncRSS[crName])
-	ts = append(ts, target{What: "peak RSS keeping the cluster in sync, against controller-runtime", Want: "≤ 0.33×", Got: fmt.Sprintf("%.2f×", rr), Met: rr <= 1.0/3})
+	rr := ratio(z.SyncRSS[resyncdName], z.SyncRSS[listName])
+	ts = append(ts, target{What: "peak RSS keeping the cluster in sync, against the raw paged LIST", Want: "≤ 1.0×",
+		Got: fmt.Sprintf("%.2f× (%.0f MiB against %.0f; heap %.0f MiB against %.0f)", rr, mib(z.SyncRSS[resyncdName]).Median, mib(z.SyncRSS[listName]).Median,
+			mib(z.SyncHeap[resyncdName]).Median, mib(z.SyncHeap[listName]).Median), Met: rr <= 1.0})
 	rl := ratio(st.Pass, z.Steady[listName].Pass)
 	ts = append(ts, target{What: "steady pass against the raw paged LIST", Want: "≤ 1.2×", Got: fmt.Sprintf("%.2f×", rl), Met: rl <= 1.2})
 	rs := ratio(st.Pass, st.Server)
@@ -328,9 +343,10 @@ func (sum *summary) tables() string {
 		}
 		p("\nPeak RSS: of the cold process, and of the processes that keep the cluster in sync (resyncd: the `resyncd run`\n")
 		p("of the steady and drift passes; controller-runtime: its restarts; the highest in each repetition):\n\n")
-		p("| contender | cold, MiB | in sync, MiB | in sync, against controller-runtime |\n|---|---|---|---|\n")
+		p("| contender | cold, MiB | in sync, MiB | in sync, heap, MiB | in sync, against the raw LIST | in sync, against controller-runtime |\n|---|---|---|---|---|---|\n")
 		for _, c := range []string{resyncdName, resyncdServerName, resyncdGraphName, crName, cr8Name, floorName, listName} {
-			p("| %s | %s | %s | %s |\n", labels[c], spread(mib(z.ColdRSS[c]), "%.0f"), spread(mib(z.SyncRSS[c]), "%.0f"), times(z.SyncRSS[c], z.SyncRSS[crName]))
+			p("| %s | %s | %s | %s | %s | %s |\n", labels[c], spread(mib(z.ColdRSS[c]), "%.0f"), spread(mib(z.SyncRSS[c]), "%.0f"),
+				spread(mib(z.SyncHeap[c]), "%.0f"), times(z.SyncRSS[c], z.SyncRSS[listName]), times(z.SyncRSS[c], z.SyncRSS[crName]))
 		}
 		p("\nDrift: %s of the children changed by another writer (Deployments scaled, Services' targetPort changed), then one run:\n\n", pct(sum.res.Drift))
 		p("| contender | drifted | child writes | status writes | left drifted | writes in the pass after |\n|---|---|---|---|---|---|\n")
@@ -421,5 +437,6 @@ func (sum *summary) markdown(jsonPath string) string {
 	}
 	p("\n%s", sum.tables())
 	p("%s", sum.scale())
+	p("%s", sum.tradeOff())
 	return b.String()
 }

@@ -77,8 +77,34 @@ func (e *Env) apiServer() (int, []string, error) {
 	return findAPIServer(u.Port())
 }
 
+// ServerPIDs returns the process ids of this control plane's
+// kube-apiserver and etcd, for what only /proc tells (CPU time).
+func (e *Env) ServerPIDs() (apiServer, etcd int, err error) {
+	apiServer, args, err := e.apiServer()
+	if err != nil {
+		return 0, 0, err
+	}
+	var servers string
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--etcd-servers="); ok {
+			servers = strings.Split(v, ",")[0]
+		}
+	}
+	if servers == "" {
+		return 0, 0, fmt.Errorf("kube-apiserver %d has no --etcd-servers", apiServer)
+	}
+	etcd, _, err = findProcess("etcd", func(arg string) bool { return arg == "--listen-client-urls="+servers })
+	return apiServer, etcd, err
+}
+
 // findAPIServer finds the kube-apiserver serving on port and its command line.
 func findAPIServer(port string) (int, []string, error) {
+	return findProcess("kube-apiserver", func(arg string) bool { return arg == "--secure-port="+port })
+}
+
+// findProcess finds the process of the named binary with an argument
+// that matches, and its command line.
+func findProcess(name string, match func(arg string) bool) (int, []string, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0, nil, err
@@ -93,14 +119,14 @@ func findAPIServer(port string) (int, []string, error) {
 			continue
 		}
 		args := strings.Split(string(bytes.TrimRight(raw, "\x00")), "\x00")
-		if filepath.Base(args[0]) != "kube-apiserver" {
+		if filepath.Base(args[0]) != name {
 			continue
 		}
 		for _, a := range args[1:] {
-			if a == "--secure-port="+port {
+			if match(a) {
 				return pid, args, nil
 			}
 		}
 	}
-	return 0, nil, fmt.Errorf("no kube-apiserver process serves port %s", port)
+	return 0, nil, fmt.Errorf("no %s process with the argument sought", name)
 }
