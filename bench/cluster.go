@@ -102,8 +102,7 @@ func (c *cluster) reset(ctx context.Context, n int) error {
 	return nil
 }
 
-// empty deletes every HttpService and child in ns. Services have no
-// DELETECOLLECTION, so they go one by one.
+// empty deletes every HttpService and child in ns.
 func (c *cluster) empty(ctx context.Context, ns string) error {
 	all := metav1.ListOptions{}
 	if err := c.dyn.Resource(parentGVR).Namespace(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all); err != nil {
@@ -115,7 +114,13 @@ func (c *cluster) empty(ctx context.Context, ns string) error {
 	if err := c.cs.AutoscalingV2().HorizontalPodAutoscalers(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all); err != nil {
 		return err
 	}
-	svcs, err := c.cs.CoreV1().Services(ns).List(ctx, all)
+	return c.deleteServices(ctx, ns)
+}
+
+// deleteServices deletes every Service in ns, one by one: Services have
+// no DELETECOLLECTION.
+func (c *cluster) deleteServices(ctx context.Context, ns string) error {
+	svcs, err := c.cs.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
 	}

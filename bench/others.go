@@ -92,16 +92,7 @@ func (c *cluster) deleteOthers(ctx context.Context) error {
 		if err := c.cs.AppsV1().Deployments(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 			return err
 		}
-		svcs, err := c.cs.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		for _, s := range svcs.Items {
-			if err := c.cs.CoreV1().Services(ns).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return err
-			}
-		}
-		return nil
+		return c.deleteServices(ctx, ns)
 	})
 	if err != nil {
 		return fmt.Errorf("delete unrelated objects: %w", err)

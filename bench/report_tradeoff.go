@@ -98,13 +98,12 @@ func windows(p func(string, ...any), to *TradeOff) {
 	p("|---|---|---|---|---|---|---|---|\n")
 	for _, w := range to.Windows {
 		f := figs[w.Contender]
-		name := w.Contender
-		if w.Interval > 0 {
-			name = fmt.Sprintf("resyncd, interval %s", shortDuration(secondsDuration(w.Interval)))
-		} else if l, ok := labels[name]; ok {
-			name = l + ", idle (watches open)"
-		} else {
-			name = "no client (idle server)"
+		name := "no client (idle server)"
+		if w.Contender != "idle" {
+			name = tradeOffLabel(w.Contender, w.Interval)
+		}
+		if w.Contender == crName {
+			name += ", idle (watches open)"
 		}
 		if w.Error != "" {
 			p("| %s | failed: %s | | | | | | |\n", name, w.Error)
@@ -157,10 +156,7 @@ func latency(p func(string, ...any), to *TradeOff) {
 	p("and then the repaired one in the API server; the figure is the time between:\n\n")
 	p("| contender | changes | repaired | p50, s | p99, s | max, s |\n|---|---|---|---|---|---|\n")
 	for _, l := range to.Latency {
-		name := labels[l.Contender]
-		if l.Interval > 0 {
-			name = fmt.Sprintf("resyncd, interval %s", shortDuration(secondsDuration(l.Interval)))
-		}
+		name := tradeOffLabel(l.Contender, l.Interval)
 		if l.Error != "" {
 			p("| %s | failed: %s | | | | |\n", name, l.Error)
 			continue
@@ -169,6 +165,15 @@ func latency(p func(string, ...any), to *TradeOff) {
 			seconds(quantile(l.Seconds, 0.5)), seconds(quantile(l.Seconds, 0.99)), seconds(quantile(l.Seconds, 1)))
 	}
 	p("\n")
+}
+
+// tradeOffLabel names a contender of the trade-off: resyncd by its
+// interval.
+func tradeOffLabel(contender string, interval float64) string {
+	if interval > 0 {
+		return fmt.Sprintf("resyncd, interval %s", shortDuration(secondsDuration(interval)))
+	}
+	return labels[contender]
 }
 
 // quantile is the nearest-rank q-quantile of xs.
