@@ -247,3 +247,16 @@ func TestScale(t *testing.T) {
 		t.Errorf("a scale table for one size: %q", one)
 	}
 }
+
+// TestColdNotConverged: a cold run that did not converge is said so in
+// the cold table, and kept out of the figures.
+func TestColdNotConverged(t *testing.T) {
+	res := &Results{Sizes: []int{100}, Reps: 1, Samples: []*Sample{
+		{Contender: floorName, N: 100, Rep: 1, Phase: "cold", Seconds: 2},
+		{Contender: crName, N: 100, Rep: 1, Phase: "cold", Error: "controller-runtime (N=100, cold): " + errNotConverged.Error()},
+	}}
+	got := summarize(res).tables()
+	if want := "| controller-runtime | —; 1 run(s) failed or did not converge in 15m0s | — |"; !strings.Contains(got, want) {
+		t.Errorf("no line %q in:\n%s", want, got)
+	}
+}

@@ -57,6 +57,10 @@ const (
 	runTimeout        = 15 * time.Minute
 )
 
+// errNotConverged: a contender that runs until converged did not within
+// runTimeout. Its cold sample says so; its repeats are not run.
+var errNotConverged = errors.New("did not converge in " + runTimeout.String())
+
 func contenders() []contender {
 	return []contender{
 		{Name: floorName, ManagedBy: "resyncd", args: func(b *bench, _ int) []string {
@@ -311,14 +315,9 @@ func (b *bench) measureSize(ctx context.Context, res *Results, cs []contender, n
 			if err != nil {
 				return err
 			}
-			if rep < reps || !c.Repeats {
-				continue
-			}
 			// On the cluster this last cold run converged.
-			if s.Error != "" {
-				if _, err := b.cold(ctx, c, n, 0, reps); err != nil {
-					return err
-				}
+			if rep < reps || !c.Repeats || s.Error != "" {
+				continue
 			}
 			samples, err := b.repeats(ctx, c, n, reps, drift)
 			res.Samples = append(res.Samples, samples...)
@@ -534,6 +533,9 @@ func (b *bench) cold(ctx context.Context, c contender, n, rep, of int) (*Sample,
 	s, err := b.run(ctx, c, n, rep, "cold")
 	if err != nil {
 		s.Error = err.Error() // kept in the samples, out of the figures
+		if errors.Is(err, errNotConverged) && rep > 0 {
+			return s, nil // a finding, not a failure of the bench
+		}
 		return s, err
 	}
 	for i, cl := range cls {
@@ -643,6 +645,9 @@ func (b *bench) run(ctx context.Context, c contender, n, rep int, phase string) 
 	s.Traffic = after.sub(before)
 	s.PassSeconds = passSeconds(lines)
 	if c.UntilConverged && s.Seconds == 0 {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return s, fmt.Errorf("%s (N=%d, %s): %w", c.Name, n, phase, errNotConverged)
+		}
 		waitErr = errors.Join(waitErr, errors.New("stopped before it converged"))
 	}
 	if waitErr != nil && !(c.UntilConverged && s.Seconds > 0) {

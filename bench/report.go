@@ -111,6 +111,8 @@ type sizeSummary struct {
 	// ColdRSS is the peak RSS of the cold process; SyncRSS the peak of the
 	// processes that keep the cluster in sync (steady, drift and after),
 	// the highest in each repetition; bytes.
+	// ColdFailed counts the cold runs that did not converge.
+	ColdFailed       map[string]int
 	ColdRSS, SyncRSS map[string]stat
 	// SyncHeap is the peak heap of the processes in sync, bytes.
 	SyncHeap map[string]stat
@@ -200,9 +202,14 @@ func summarize(res *Results) *summary {
 				ss = append(ss, s)
 			}
 		}
-		z := sizeSummary{N: n, Cold: map[string]stat{}, Steady: map[string]steadyFig{}, ColdRSS: map[string]stat{}, SyncRSS: map[string]stat{}, SyncHeap: map[string]stat{}, Drift: map[string]driftFig{}}
+		z := sizeSummary{N: n, Cold: map[string]stat{}, ColdFailed: map[string]int{}, Steady: map[string]steadyFig{}, ColdRSS: map[string]stat{}, SyncRSS: map[string]stat{}, SyncHeap: map[string]stat{}, Drift: map[string]driftFig{}}
 		for _, c := range names {
 			z.Cold[c] = pick(ss, c, "cold", func(s *Sample) float64 { return s.Seconds })
+			for _, s := range ss {
+				if s.Contender == c && s.Phase == "cold" && s.Error != "" {
+					z.ColdFailed[c]++
+				}
+			}
 			z.Steady[c] = trafficFig(ss, c, "steady")
 			if c == resyncdName || c == resyncdServerName || c == resyncdGraphName || c == resyncdTwoName {
 				z.Steady[c+firstSuffix] = trafficFig(ss, c, "first")
@@ -335,7 +342,11 @@ func (sum *summary) tables() string {
 		p("Cold convergence: every HttpService new, no child, no status, until every child exists and every status is written.\n\n")
 		p("| contender | seconds, median (range) | against the floor | against controller-runtime | against controller-runtime, 8 workers |\n|---|---|---|---|---|\n")
 		for _, c := range []string{resyncdName, resyncdServerName, resyncdGraphName, crName, cr8Name, floorName} {
-			p("| %s | %s | %s | %s | %s |\n", labels[c], spread(z.Cold[c], "%.1f"), times(z.Cold[c], z.Cold[floorName]), times(z.Cold[c], z.Cold[crName]), times(z.Cold[c], z.Cold[cr8Name]))
+			secs := spread(z.Cold[c], "%.1f")
+			if f := z.ColdFailed[c]; f > 0 {
+				secs += fmt.Sprintf("; %d run(s) failed or did not converge in %s", f, runTimeout)
+			}
+			p("| %s | %s | %s | %s | %s |\n", labels[c], secs, times(z.Cold[c], z.Cold[floorName]), times(z.Cold[c], z.Cold[crName]), times(z.Cold[c], z.Cold[cr8Name]))
 		}
 		p("\nSteady pass, everything in sync: a pass of a running resyncd, the first pass after a start (nothing remembered),\n")
 		p("controller-runtime's restart until every parent is reconciled, and the raw LIST:\n\n")
