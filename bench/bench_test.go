@@ -199,6 +199,26 @@ func TestGCHeap(t *testing.T) {
 	}
 }
 
+// TestInterleavedLog: resyncd's log line written between the pieces of a
+// GC trace line is still read, and so is the rest of the trace line.
+func TestInterleavedLog(t *testing.T) {
+	pass := `gc {"level":"info","msg":"Pass finished","cluster":"a","duration":"1.5s"}`
+	l, ok := parsePassLine(pass)
+	if !ok || l.Duration != "1.5s" {
+		t.Errorf("parsePassLine(%q) = %+v, %v", pass, l, ok)
+	}
+	if got := gcHeap(pass); got != 0 {
+		t.Errorf("gcHeap of a log line = %d", got)
+	}
+	rest := "66 @1.301s 10%: 0.16+7.3+0.039 ms clock, 0.33+2.7/1.3/0+0.079 ms cpu, 17->19->9 MB, 20 MB goal, 0 MB stacks, 0 MB globals, 2 P"
+	if got := gcHeap(rest); got != 19<<20 {
+		t.Errorf("gcHeap(%q) = %d, want 19 MiB", rest, got)
+	}
+	if _, ok := parsePassLine(`{"level":"info","msg":"Serving"}`); ok {
+		t.Error("another log line read as a pass line")
+	}
+}
+
 // TestCPUSeconds: spinning shows as CPU time, in seconds, never more
 // than the wall time it took on every core.
 func TestCPUSeconds(t *testing.T) {

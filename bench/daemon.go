@@ -86,8 +86,7 @@ func (b *bench) spawnDaemon(name, config, kubeconfig string) (*daemon, error) {
 			if len(d.tail) > 20 {
 				d.tail = d.tail[1:]
 			}
-			var l passLine
-			if json.Unmarshal([]byte(line), &l) == nil && (l.Msg == "Pass finished" || l.Msg == "Pass failed") {
+			if l, ok := parsePassLine(line); ok {
 				d.done <- l
 			}
 		}
@@ -259,7 +258,22 @@ func gcTraced() []string {
 	return append(os.Environ(), "GODEBUG=gctrace=1")
 }
 
-var gcTraceHeap = regexp.MustCompile(`^gc \d+ @.* (\d+)->(\d+)->\d+ MB`)
+// parsePassLine reads resyncd's "Pass finished" or "Pass failed" line.
+// The runtime writes a GC trace line in pieces, and resyncd's log line
+// (one write) may land between them, after a piece: the JSON starts where
+// the log line does.
+func parsePassLine(line string) (passLine, bool) {
+	var l passLine
+	i := strings.Index(line, `{"level"`)
+	if i < 0 || json.Unmarshal([]byte(line[i:]), &l) != nil {
+		return l, false
+	}
+	return l, l.Msg == "Pass finished" || l.Msg == "Pass failed"
+}
+
+// gcTraceHeap finds the heap sizes of a GC trace line, also when its
+// start was cut off by another writer's line.
+var gcTraceHeap = regexp.MustCompile(`@[0-9.]+s .* (\d+)->(\d+)->\d+ MB, \d+ MB goal`)
 
 // gcHeap is the largest heap a gctrace line reports: at the start of the
 // collection or at its end, before the sweep (the heap grows while it is
