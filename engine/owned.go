@@ -37,9 +37,10 @@ func newOwner(manager string) *owner {
 
 // builtinConverter reads client-go's schemas of the built-in kinds once a
 // process. Parsing them allocates about 25 MB, a third of it live at once:
-// with the collector's default pace the heap would reach twice that, and
-// the process keep the pages, so the parse runs with the collector at a
-// tenth of its pace and returns what it freed to the operating system.
+// at the collector's default pace the heap would grow to twice that and the
+// process would keep those pages for good, so the parse runs with the
+// collector at a tenth of its pace and then returns what it freed to the
+// operating system.
 var builtinConverter = sync.OnceValue(func() managedfields.TypeConverter {
 	pace := debug.SetGCPercent(10)
 	defer func() {
