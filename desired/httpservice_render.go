@@ -28,10 +28,12 @@ func (HTTPService) Render(parent *unstructured.Unstructured, _ []Child) (Graph, 
 		return Graph{}, err
 	}
 	children := []any{deployment(parent, spec), service(parent, spec)}
-	if spec.Autoscaling != nil {
-		children = append(children, hpa(parent, spec))
-	}
 	var g Graph
+	if spec.Autoscaling != nil {
+		// The HorizontalPodAutoscaler scales the Deployment of its name.
+		children = append(children, hpa(parent, spec))
+		g.Refs = [][]int{nil, nil, {0}}
+	}
 	for _, c := range children {
 		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
 		if err != nil {

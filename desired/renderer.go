@@ -51,9 +51,10 @@ const (
 
 // Annotations that whoever controls an object sets to steer resyncd.
 const (
-	// AnnotationAdopt set to "true" on an existing object that resyncd did
-	// not create lets the parent that renders an object of its name take it
-	// over.
+	// AnnotationAdopt on an existing object that resyncd did not create
+	// hands it to one parent, named by its value (AdoptValue): that parent,
+	// if it renders an object of the name, takes it over; no other parent
+	// may.
 	AnnotationAdopt = "resyncd.io/adopt"
 	// AnnotationReconcile set to "disabled" on a child holds it: resyncd
 	// neither repairs nor prunes it. On a parent it withholds every write
@@ -104,6 +105,13 @@ func Stamp(g Graph, parent *unstructured.Unstructured) {
 	}
 }
 
+// AdoptValue is the value of AnnotationAdopt that hands an object to the
+// parent of kind gk and this name in the object's namespace:
+// Kind.group/name, as LabelParentKind and LabelParent spell them.
+func AdoptValue(gk schema.GroupKind, name string) string {
+	return ParentKind(gk) + "/" + name
+}
+
 // ParentKind is the value of LabelParentKind for parents of gk:
 // Kind.group, or Kind for the core group.
 func ParentKind(gk schema.GroupKind) string {
@@ -141,6 +149,22 @@ type Graph struct {
 	// renders them. Until then the engine writes none of them and prunes
 	// no child of their kinds.
 	Waiting []Waiting
+	// Refs lists, for the child at the same index of Children, the
+	// indices of the earlier children it refers to — by name, as a
+	// HorizontalPodAutoscaler names its Deployment, or through their live
+	// fields. The engine writes a child only while every child it refers
+	// to is resyncd's to write: one that would act on an object of
+	// someone else's (a name taken) is not written either. Nil, or a
+	// shorter slice: the children past its end refer to none.
+	Refs [][]int
+}
+
+// RefersTo returns the indices of the children that child i refers to.
+func (g Graph) RefersTo(i int) []int {
+	if i < len(g.Refs) {
+		return g.Refs[i]
+	}
+	return nil
 }
 
 // Waiting is a child that waits for another child.

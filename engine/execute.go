@@ -90,11 +90,21 @@ func (e *Engine) runJob(ctx context.Context, r *run, j *job) {
 		}
 		j.parent = nil
 	}()
+	// taken are the children found someone else's as they were created,
+	// and those not written because they refer to one.
+	taken := map[childKey]bool{}
 	for _, o := range j.ops {
+		if b := blockedBy(o.desired, o.needs, taken); b != nil {
+			taken[o.key] = true
+			j.taken = append(j.taken, refersToTaken(o.key, *b))
+			continue
+		}
 		if !e.admit(r, j, o) {
 			continue
 		}
-		e.write(ctx, r, j, o)
+		if errors.Is(e.write(ctx, r, j, o), errTaken) {
+			taken[o.key] = true
+		}
 	}
 	if j.parent != nil {
 		e.writeStatus(ctx, r, j)
@@ -140,15 +150,16 @@ func (r *run) add(f func(*ResourceReport)) {
 	r.mu.Unlock()
 }
 
-// write makes one child write, retrying transient errors.
-func (e *Engine) write(ctx context.Context, r *run, j *job, o *op) {
+// write makes one child write, retrying transient errors, and returns
+// its error: errTaken when a create found the name someone else's.
+func (e *Engine) write(ctx context.Context, r *run, j *job, o *op) error {
 	start := e.now()
 	var result *unstructured.Unstructured
 	var err error
 	switch o.kind {
 	case OpCreate:
 		if result, err = e.create(ctx, r, j, o); errors.Is(err, errTaken) {
-			return
+			return err
 		}
 	case OpRelease:
 		err = e.release(ctx, o)
@@ -168,6 +179,7 @@ func (e *Engine) write(ctx context.Context, r *run, j *job, o *op) {
 		m.applies.WithLabelValues(r.rs.cluster, r.rs.name, o.key.Kind, string(o.kind), outcome).Inc()
 		m.applyDuration.WithLabelValues(r.rs.cluster, string(o.kind)).Observe(e.now().Sub(start).Seconds())
 	}
+	return err
 }
 
 // paced makes one write: each try waits for the write limiter, and the

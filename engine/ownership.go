@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -37,29 +38,53 @@ const (
 // claimBy says what parent p, of kind gk, may do with c. An object is the
 // parent's when it carries resyncd's managed-by label and is controlled by
 // p or by nobody (a parent deleted with orphaning leaves its children so;
-// their resyncd.io/parent labels must then name p), or when it carries
-// resyncd.io/adopt: "true".
+// their resyncd.io/parent labels must then name p), or when nobody
+// controls it and its resyncd.io/adopt annotation names p (AdoptValue):
+// handed to one parent only, so that no other parent, of this kind or
+// another, can take it as well.
 func (c *liveChild) claimBy(p *unstructured.Unstructured, gk schema.GroupKind) claim {
 	switch {
 	case c.controller != "" && c.controller == p.GetUID():
 		return claimMine
 	case c.labelled && c.controller != "" && c.controllerGK == gk && c.controllerName == p.GetName():
 		return claimPredecessor
-	case c.adopt:
+	case c.controller != "":
+		return claimTaken
+	case c.labelled && (c.parentKind == "" || c.parentKind == desired.ParentKind(gk)) && (c.parentName == "" || c.parentName == p.GetName()):
 		return claimMine
-	case c.labelled && c.controller == "" &&
-		(c.parentKind == "" || c.parentKind == desired.ParentKind(gk)) && (c.parentName == "" || c.parentName == p.GetName()):
+	case !c.labelled && c.adopt != "" && c.adopt == desired.AdoptValue(gk, p.GetName()):
 		return claimMine
 	default:
 		return claimTaken
 	}
 }
 
+// unowned says whether resyncd may write c for its parent but did not
+// create it for that parent: it carries no controller ownerReference
+// (handed over with resyncd.io/adopt, or left by a parent deleted with
+// orphaning). resyncd never adds its ownerReference to such an object, so
+// that deleting the parent does not delete it, and releases it rather
+// than deleting it when no parent wants it: whoever could hand it over
+// (patch it) gains no right to delete it.
+func (c *liveChild) unowned() bool { return c.controller == "" }
+
 // takenMessage says, for the Stalled condition, whose object c is and how
 // the person who owns the parent can go on.
-func takenMessage(c *liveChild) string {
-	return fmt.Sprintf("%s exists and resyncd did not create it (%s); resyncd leaves it alone. "+
-		"Rename the parent, delete the object, or annotate it %s=true to hand it over", c.key, c.managedBy(), desired.AnnotationAdopt)
+func takenMessage(c *liveChild, p *unstructured.Unstructured, gk schema.GroupKind) string {
+	msg := fmt.Sprintf("%s exists and resyncd did not create it (%s); resyncd leaves it alone", c.key, c.managedBy())
+	switch {
+	case c.controller != "" || c.labelled:
+		return msg + ". Rename the parent, or delete the object"
+	case c.adopt == "true":
+		return fmt.Sprintf("%s. Its %s annotation must name the one parent it hands the object to: set it to %q",
+			msg, desired.AnnotationAdopt, desired.AdoptValue(gk, p.GetName()))
+	case c.adopt != "":
+		return fmt.Sprintf("%s. Its %s annotation is %q, which names another parent: rename the parent, delete the object, or set the annotation to %q to hand it to this one",
+			msg, desired.AnnotationAdopt, c.adopt, desired.AdoptValue(gk, p.GetName()))
+	default:
+		return fmt.Sprintf("%s. Rename the parent, delete the object, or annotate it %s=%s to hand it over",
+			msg, desired.AnnotationAdopt, desired.AdoptValue(gk, p.GetName()))
+	}
 }
 
 // managedBy names who manages c: its controller, else its field managers.
@@ -88,7 +113,7 @@ func (c *liveChild) identify(u *unstructured.Unstructured) {
 	c.labelled = l[desired.LabelManagedBy] == desired.ManagedByValue
 	c.parentKind, c.parentName = l[desired.LabelParentKind], l[desired.LabelParent]
 	a := u.GetAnnotations()
-	c.hold, c.keep, c.adopt = a[desired.AnnotationReconcile] == desired.Disabled, a[desired.AnnotationPrune] == desired.Disabled, a[desired.AnnotationAdopt] == "true"
+	c.hold, c.keep, c.adopt = a[desired.AnnotationReconcile] == desired.Disabled, a[desired.AnnotationPrune] == desired.Disabled, a[desired.AnnotationAdopt]
 }
 
 // fieldManagers lists the managers of u's fields, each once.
@@ -102,11 +127,23 @@ func fieldManagers(u *unstructured.Unstructured) []string {
 	return out
 }
 
-// uncontrolledOrphan says whether c is a child resyncd made for a parent
-// of kind gk that lost its ownerReference and whose parent is gone.
+// uncontrolledOrphan says whether c is a child of a parent of kind gk that
+// carries no controller ownerReference and whose parent is gone.
 func (c *liveChild) uncontrolledOrphan(gk schema.GroupKind, parentNames map[string]bool) bool {
 	return c.labelled && c.controller == "" && c.parentKind == desired.ParentKind(gk) && c.parentName != "" &&
 		!parentNames[c.key.Namespace+"/"+c.parentName]
+}
+
+// withoutOwnerReference is d without the controller ownerReference to p,
+// for an object resyncd writes but does not own (liveChild.unowned).
+func withoutOwnerReference(d *unstructured.Unstructured, p *unstructured.Unstructured) {
+	var refs []metav1.OwnerReference
+	for _, r := range d.GetOwnerReferences() {
+		if r.UID != p.GetUID() {
+			refs = append(refs, r)
+		}
+	}
+	d.SetOwnerReferences(refs)
 }
 
 // wasTaken says whether the last pass found k's name taken.
@@ -157,12 +194,16 @@ func (e *Engine) create(ctx context.Context, r *run, j *job, o *op) (*unstructur
 		}
 		c := &liveChild{key: o.key, managers: fieldManagers(u)}
 		c.identify(u)
-		if c.claimBy(j.parent, j.parent.GroupVersionKind().GroupKind()) != claimMine {
-			e.bookTaken(r, j, c)
+		gk := j.parent.GroupVersionKind().GroupKind()
+		if c.claimBy(j.parent, gk) != claimMine {
+			e.bookTaken(r, j, c, gk)
 			return nil, errTaken
 		}
 		if !c.labelled {
 			e.log.Info("Adopting", zap.String("object", o.key.String()), zap.String("parent", objectID(j.parent)))
+		}
+		if c.unowned() {
+			withoutOwnerReference(o.desired, j.parent)
 		}
 		// The parent's own child that the LIST did not select (made by a
 		// release before the parent-kind label, or since the LIST), or one
@@ -179,9 +220,65 @@ func (e *Engine) create(ctx context.Context, r *run, j *job, o *op) (*unstructur
 	}
 }
 
+// blockedBy returns the child of blocked that d refers to, or nil: one of
+// its needs (the references its renderer declares), or an object that d
+// names by kind and name anywhere in its content, as a
+// HorizontalPodAutoscaler's scaleTargetRef does — a template may spell a
+// name out rather than refer to the child that has it.
+func blockedBy(d *unstructured.Unstructured, needs []childKey, blocked map[childKey]bool) *childKey {
+	if len(blocked) == 0 {
+		return nil
+	}
+	for i := range needs {
+		if blocked[needs[i]] {
+			return &needs[i]
+		}
+	}
+	if d == nil {
+		return nil
+	}
+	for k := range blocked {
+		if k.Namespace == d.GetNamespace() && namesObject(d.Object, k) {
+			return &k
+		}
+	}
+	return nil
+}
+
+// namesObject says whether v holds, at any depth, a reference to k: an object
+// with k's kind and name, and k's group if it gives an apiVersion.
+func namesObject(v any, k childKey) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		if x["kind"] == k.Kind && x["name"] == k.Name {
+			av, ok := x["apiVersion"].(string)
+			if !ok || groupOf(av) == k.Group {
+				return true
+			}
+		}
+		for _, e := range x {
+			if namesObject(e, k) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if namesObject(e, k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// refersToTaken says, for the Stalled condition, why k is not written.
+func refersToTaken(k, taken childKey) string {
+	return fmt.Sprintf("%s is not written either: it refers to %s, which is not resyncd's", k, taken)
+}
+
 // bookTaken records that c's name, which j's parent renders, is taken.
-func (e *Engine) bookTaken(r *run, j *job, c *liveChild) {
-	j.taken = append(j.taken, takenMessage(c))
+func (e *Engine) bookTaken(r *run, j *job, c *liveChild, gk schema.GroupKind) {
+	j.taken = append(j.taken, takenMessage(c, j.parent, gk))
 	r.rs.noteTaken(c.key)
 	r.add(func(rep *ResourceReport) { rep.missingWasTaken(c.key.Kind) })
 }

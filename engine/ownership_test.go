@@ -139,15 +139,19 @@ func TestNameTakenService(t *testing.T) {
 	}
 }
 
-// TestAdoptAnnotation: the owner of an existing Service hands it over with
-// resyncd.io/adopt: the pass that sees the annotation takes it over,
-// whether it is there at the first pass or added later.
+// TestAdoptAnnotation: the owner of an existing Service hands it to one
+// parent with resyncd.io/adopt naming it: "true" hands it to nobody (the
+// parent is Stalled, told what to write); the parent named takes it over
+// in the pass that sees the annotation, with its labels but without an
+// ownerReference, so that the garbage collector never deletes it; when
+// the parent is deleted, the Service is released, not deleted: whoever
+// could annotate it gained no right to delete it.
 func TestAdoptAnnotation(t *testing.T) {
 	ns := "adopt-annotated"
 	h := newHarness(t, testConfig(ns))
 	h.namespace(ns)
-	h.foreignService(ns, "given", map[string]string{"resyncd.io/adopt": "true"})
-	h.foreignService(ns, "later", nil)
+	h.foreignService(ns, "given", map[string]string{"resyncd.io/adopt": "HttpService.resyncd.io/given"})
+	h.foreignService(ns, "later", map[string]string{"resyncd.io/adopt": "true"})
 	for _, name := range []string{"given", "later"} {
 		h.createParent(ns, name, map[string]any{"image": "nginx", "port": int64(8080)})
 	}
@@ -155,34 +159,86 @@ func TestAdoptAnnotation(t *testing.T) {
 	adopted := func(name string) bool {
 		svc := h.mustGet(services, ns, name)
 		sel, _, _ := unstructured.NestedStringMap(svc.Object, "spec", "selector")
-		refs := svc.GetOwnerReferences()
-		return svc.GetLabels()["app.kubernetes.io/managed-by"] == "resyncd" && sel["resyncd.io/parent"] == name &&
-			len(refs) == 1 && refs[0].Kind == "HttpService" && refs[0].Name == name
+		return svc.GetLabels()["app.kubernetes.io/managed-by"] == "resyncd" && sel["resyncd.io/parent"] == name
 	}
 	if !adopted("given") {
-		t.Errorf("Service given, annotated, was not taken over: %v", h.mustGet(services, ns, "given").Object)
+		t.Errorf("Service given, annotated with its parent, was not taken over: %v", h.mustGet(services, ns, "given").Object)
+	}
+	if refs := h.mustGet(services, ns, "given").GetOwnerReferences(); len(refs) != 0 {
+		t.Errorf("adopted Service given has ownerReferences %v; the garbage collector would delete it with its parent", refs)
 	}
 	if adopted("later") {
-		t.Fatal("Service later was taken over without the annotation")
+		t.Fatal(`Service later was taken over with resyncd.io/adopt: "true", which names no parent`)
 	}
 	if s := condition(t, h.mustGet(httpServices, ns, "given"), "Stalled"); s["status"] != "False" {
 		t.Errorf("given Stalled = %v", s)
 	}
+	s := condition(t, h.mustGet(httpServices, ns, "later"), "Stalled")
+	if s["reason"] != ReasonNameTaken || !strings.Contains(str(s["message"]), `set it to "HttpService.resyncd.io/later"`) {
+		t.Errorf(`later Stalled = %v, want NameTaken saying to set resyncd.io/adopt to "HttpService.resyncd.io/later"`, s)
+	}
 
-	svc, err := h.cs.CoreV1().Services(ns).Get(t.Context(), "later", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc.Annotations = map[string]string{"resyncd.io/adopt": "true"}
-	if _, err := h.cs.CoreV1().Services(ns).Update(t.Context(), svc, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	h.annotate(services, ns, "later", "resyncd.io/adopt", "HttpService.resyncd.io/later")
 	h.sync()
 	if !adopted("later") {
 		t.Errorf("Service later was not taken over in the pass after it was annotated")
 	}
 	if s := condition(t, h.mustGet(httpServices, ns, "later"), "Stalled"); s["status"] != "False" {
 		t.Errorf("later Stalled = %v after adoption", s)
+	}
+	h.log.reset()
+	if rep := h.sync(); rep.Writes() != 0 {
+		t.Errorf("the pass after adoption made %d writes: %v", rep.Writes(), writes(h.log.reset()))
+	}
+
+	uid := h.mustGet(services, ns, "given").GetUID()
+	h.deleteParent(ns, "given")
+	if rep := h.sync(); rep.Released != 1 || rep.Deleted != 1 {
+		t.Errorf("after the parent was deleted: released %d, deleted %d; want 1 (the Service), 1 (the Deployment resyncd made)", rep.Released, rep.Deleted)
+	}
+	svc := h.mustGet(services, ns, "given")
+	if svc.GetUID() != uid || svc.GetLabels()["app.kubernetes.io/managed-by"] != "" {
+		t.Errorf("the adopted Service was not released in place: uid %s (was %s), labels %v", svc.GetUID(), uid, svc.GetLabels())
+	}
+}
+
+// TestClaimBy: who may write an existing object. An adoption names one
+// parent, by kind and name; once adopted (labelled for it), no other
+// parent, of the same kind or another, may take it.
+func TestClaimBy(t *testing.T) {
+	hsvc := schema.GroupKind{Group: "resyncd.io", Kind: "HttpService"}
+	webapp := schema.GroupKind{Group: "example.resyncd.io", Kind: "WebApp"}
+	parent := func(name, uid string) *unstructured.Unstructured {
+		p := &unstructured.Unstructured{}
+		p.SetName(name)
+		p.SetUID(types.UID(uid))
+		return p
+	}
+	adopted := liveChild{labelled: true, parentKind: "HttpService.resyncd.io", parentName: "payments", adopt: "HttpService.resyncd.io/payments"}
+	for _, tc := range []struct {
+		name string
+		c    liveChild
+		p    *unstructured.Unstructured
+		gk   schema.GroupKind
+		want claim
+	}{
+		{"adopt names the parent", liveChild{adopt: "HttpService.resyncd.io/payments"}, parent("payments", "u1"), hsvc, claimMine},
+		{"adopt true names nobody", liveChild{adopt: "true"}, parent("payments", "u1"), hsvc, claimTaken},
+		{"adopt names another kind", liveChild{adopt: "HttpService.resyncd.io/payments"}, parent("payments", "u1"), webapp, claimTaken},
+		{"adopt names another parent", liveChild{adopt: "HttpService.resyncd.io/payments"}, parent("billing", "u2"), hsvc, claimTaken},
+		{"adopted: its parent again", adopted, parent("payments", "u3"), hsvc, claimMine},
+		{"adopted: another parent of the kind", adopted, parent("billing", "u2"), hsvc, claimTaken},
+		{"adopted: a parent of another kind", adopted, parent("payments", "u4"), webapp, claimTaken},
+		{"another controller, adopt naming the parent", liveChild{controller: "x", controllerGK: schema.GroupKind{Kind: "ConfigMap"},
+			adopt: "HttpService.resyncd.io/payments"}, parent("payments", "u1"), hsvc, claimTaken},
+		{"controlled by the parent", liveChild{controller: "u1", labelled: true}, parent("payments", "u1"), hsvc, claimMine},
+		{"no label, no annotation", liveChild{}, parent("payments", "u1"), hsvc, claimTaken},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.c.claimBy(tc.p, tc.gk); got != tc.want {
+				t.Errorf("claimBy = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 
@@ -306,5 +362,68 @@ func TestUpgradeRelabels(t *testing.T) {
 	h.log.reset()
 	if rep := h.sync(); rep.Writes() != 0 || rep.InSync != 2 {
 		t.Errorf("pass after the upgrade: %d writes, %d in sync; want 0, 2", rep.Writes(), rep.InSync)
+	}
+}
+
+// TestTakenDeploymentGetsNoAutoscaler: another team's Deployment of the
+// name an HttpService with autoscaling renders is never scaled through
+// resyncd: the HorizontalPodAutoscaler that would name it is not created,
+// whether the LIST sees the Deployment (labelled) or the create finds it
+// (bare); the parent is Stalled naming both; its Service is created.
+func TestTakenDeploymentGetsNoAutoscaler(t *testing.T) {
+	ns := "taken-scaled"
+	h := newHarness(t, testConfig(ns))
+	h.namespace(ns)
+	for name, labels := range map[string]map[string]string{
+		"payments": {"app": "payments"},
+		"ledger":   {"app": "ledger", "app.kubernetes.io/managed-by": "resyncd", "resyncd.io/parent-kind": "HttpService.resyncd.io"},
+	} {
+		d := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"name": name, "namespace": ns},
+			"spec": map[string]any{
+				"replicas": int64(6),
+				"selector": map[string]any{"matchLabels": map[string]any{"app": name}},
+				"template": map[string]any{
+					"metadata": map[string]any{"labels": map[string]any{"app": name}},
+					"spec":     map[string]any{"containers": []any{map[string]any{"name": "c", "image": "theirs:1"}}},
+				},
+			},
+		}}
+		d.SetLabels(labels)
+		d.SetOwnerReferences(nil)
+		if name == "ledger" {
+			// Labelled as resyncd's, but another parent kind's controller owns it.
+			owner, err := h.cs.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			yes := true
+			d.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: &yes}})
+		}
+		if _, err := h.dyn.Resource(deployments).Namespace(ns).Create(t.Context(), d, metav1.CreateOptions{FieldManager: "team-x"}); err != nil {
+			t.Fatal(err)
+		}
+		h.createParent(ns, name, map[string]any{"image": "evil:1", "port": int64(8080),
+			"resources":   map[string]any{"requests": map[string]any{"cpu": "100m"}},
+			"autoscaling": map[string]any{"minReplicas": int64(1), "maxReplicas": int64(1)}})
+	}
+	for pass := 1; pass <= 2; pass++ {
+		h.sync()
+		if got := h.list(hpas, ns); len(got) != 0 {
+			t.Fatalf("pass %d: HorizontalPodAutoscalers %v exist; none may name another team's Deployment", pass, names(got))
+		}
+	}
+	for _, name := range []string{"payments", "ledger"} {
+		if r, _, _ := unstructured.NestedInt64(h.mustGet(deployments, ns, name).Object, "spec", "replicas"); r != 6 {
+			t.Errorf("Deployment %s has %d replicas, want the other team's 6", name, r)
+		}
+		h.mustGet(services, ns, name)
+		s := condition(t, h.mustGet(httpServices, ns, name), "Stalled")
+		msg := str(s["message"])
+		if s["status"] != "True" || s["reason"] != ReasonNameTaken || !strings.Contains(msg, "Deployment/"+ns+"/"+name) ||
+			!strings.Contains(msg, "HorizontalPodAutoscaler/"+ns+"/"+name+" is not written") {
+			t.Errorf("%s Stalled = %v, want NameTaken naming the Deployment and the HorizontalPodAutoscaler", name, s)
+		}
 	}
 }

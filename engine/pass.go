@@ -84,6 +84,13 @@ type op struct {
 	// lookFirst: an earlier pass found the name of this create taken, so
 	// the object is read before anything is written.
 	lookFirst bool
+	// unowned: the live object carries no controller ownerReference
+	// (liveChild.unowned), so the desired one is applied without one.
+	unowned bool
+	// needs are the children the desired object refers to
+	// (desired.Graph.Refs): if one of them turns out to be someone else's,
+	// this one is not written either.
+	needs []childKey
 }
 
 // job is the work for one parent — its child writes in graph order, its
@@ -234,10 +241,16 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 	seenDrift := map[childKey]driftRecord{}
 	known := map[types.UID]bool{}
 	names := map[string]bool{} // namespace/name of every parent
+	// Each parent's children: those it controls, and those that name it by
+	// label and have no controller.
 	byController := map[types.UID][]*liveChild{}
+	byName := map[string][]*liveChild{}
 	for _, c := range children {
-		if c.controller != "" {
+		switch {
+		case c.controller != "":
 			byController[c.controller] = append(byController[c.controller], c)
+		case c.labelled && c.parentName != "":
+			byName[c.key.Namespace+"/"+c.parentName] = append(byName[c.key.Namespace+"/"+c.parentName], c)
 		}
 	}
 	var jobs []*job
@@ -258,10 +271,10 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 		}
 		p.SetManagedFields(nil) // not needed; the largest part of a small object
 		rep.Parents++
-		if e.stillIdle(rs, p, children, byController[p.GetUID()], claimed, rep) {
+		mine := slices.Concat(byController[p.GetUID()], byName[p.GetNamespace()+"/"+p.GetName()])
+		if e.stillIdle(rs, p, children, mine, claimed, rep) {
 			return nil
 		}
-		mine := byController[p.GetUID()]
 		sort.Slice(mine, func(a, b int) bool { return mine[a].key.less(mine[b].key) })
 		j := e.planParent(rs, p, children, mine, claimed, seenDrift, now, rep)
 		if j.failure == nil {
@@ -269,7 +282,7 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 			// HorizontalPodAutoscaler after autoscaling is switched off;
 			// not those of a kind whose child waits for another.
 			for _, c := range mine {
-				if !claimed[c.key] && c.controlledBy(rs.parentGVK) && !j.waits(c.key) {
+				if !claimed[c.key] && (c.controlledBy(rs.parentGVK) || c.unowned()) && !j.waits(c.key) {
 					e.planPrune(rs, j, c, seenDrift, now, rep)
 				}
 			}
@@ -329,7 +342,7 @@ func (e *Engine) stillIdle(rs *resourceState, p *unstructured.Unstructured, chil
 	}
 	for _, s := range synced {
 		c := children[s.key]
-		if c == nil || c.resourceVersion != s.resourceVersion || c.controller != p.GetUID() {
+		if c == nil || c.resourceVersion != s.resourceVersion || (c.controller != p.GetUID() && !c.unowned()) {
 			return false
 		}
 	}
@@ -362,7 +375,7 @@ func (e *Engine) planPrune(rs *resourceState, j *job, c *liveChild, seenDrift ma
 	}
 	seenDrift[c.key] = nextDrift(rs, c.key, now)
 	kind := OpDelete
-	if c.keep {
+	if c.keep || c.unowned() {
 		kind = OpRelease
 	}
 	j.prunes = append(j.prunes, &op{kind: kind, key: c.key, gvr: c.gvr, live: c})
@@ -442,10 +455,37 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 	for _, ct := range rs.renderer.ChildTypes() {
 		gvrOf[ct.GVR.Group+"/"+ct.Kind] = ct.GVR
 	}
-	for _, d := range g.Children {
-		k := keyOf(d)
+	keys := make([]childKey, len(g.Children))
+	for i, d := range g.Children {
+		keys[i] = keyOf(d)
+	}
+	// blocked are the children not written because their names are taken,
+	// and those that refer to one of them.
+	blocked := map[childKey]bool{}
+	for i, d := range g.Children {
+		k := keys[i]
+		var needs []childKey
+		for _, ref := range g.RefersTo(i) {
+			needs = append(needs, keys[ref])
+		}
+		if b := blockedBy(d, needs, blocked); b != nil {
+			// Left unclaimed: a child of the parent's own of this name, made
+			// before, is pruned rather than left acting on someone else's.
+			blocked[k] = true
+			j.taken = append(j.taken, refersToTaken(k, *b))
+			continue
+		}
 		claimed[k] = true
 		gvr := gvrOf[k.Group+"/"+k.Kind]
+		live := children[k]
+		verdict := claimMine
+		if live != nil {
+			verdict = live.claimBy(p, rs.parentGVK.GroupKind())
+		}
+		unowned := live != nil && verdict == claimMine && live.unowned()
+		if unowned {
+			withoutOwnerReference(d, p)
+		}
 		norm, err := e.owner.normalize(d)
 		var fp fingerprint
 		if err == nil {
@@ -455,11 +495,6 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 			j.failure = &desired.Failure{Reason: "RenderFailed", Message: err.Error()}
 			return j
 		}
-		live := children[k]
-		verdict := claimMine
-		if live != nil {
-			verdict = live.claimBy(p, rs.parentGVK.GroupKind())
-		}
 		// Tier 1: the fields resyncd applied differ, and the server has not
 		// already found this very difference to change nothing.
 		mismatch := live != nil && (!live.owned || live.fingerprint != fp) && !e.isNoop(rs, live, fp)
@@ -468,11 +503,12 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 			rep.count(k.Kind, stateMissing)
 			e.countDrift(rs, k.Kind, reasonMissing)
 			e.noteDrift(rep, Drift{Object: k.String(), Reason: reasonMissing, Desired: norm})
-			j.ops = append(j.ops, &op{kind: OpCreate, key: k, gvr: gvr, desired: e.kept(d), fp: fp, lookFirst: rs.wasTaken(k)})
+			j.ops = append(j.ops, &op{kind: OpCreate, key: k, gvr: gvr, desired: e.kept(d), fp: fp, lookFirst: rs.wasTaken(k), needs: needs})
 		case verdict == claimTaken:
 			delete(claimed, k) // an orphan of a deleted parent is still pruned
+			blocked[k] = true
 			rep.count(k.Kind, stateTaken)
-			j.taken = append(j.taken, takenMessage(live))
+			j.taken = append(j.taken, takenMessage(live, p, rs.parentGVK.GroupKind()))
 			continue
 		case live.hold:
 			e.planHeld(rs, j, k, live, d, norm, mismatch, rep)
@@ -488,14 +524,14 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 		case e.cfg.DriftCheck == config.DriftCheckServer, mismatch && (e.readOnly || j.withheld != ""):
 			// Settled by a dry-run in checkOnServer, and counted there: in
 			// server mode always; otherwise when no write may settle it.
-			j.checks = append(j.checks, &op{kind: OpUpdate, key: k, gvr: gvr, desired: e.kept(d), fp: fp, live: live, norm: e.keptNorm(norm)})
+			j.checks = append(j.checks, &op{kind: OpUpdate, key: k, gvr: gvr, desired: e.kept(d), fp: fp, live: live, norm: e.keptNorm(norm), unowned: unowned})
 			j.children = append(j.children, live)
 			continue
 		case mismatch:
 			rep.count(k.Kind, stateDrifted)
 			e.countDrift(rs, k.Kind, reasonChanged)
 			e.noteDrift(rep, Drift{Object: k.String(), Reason: reasonChanged, Live: e.liveFields(live, d), Desired: norm})
-			j.ops = append(j.ops, &op{kind: OpUpdate, key: k, gvr: gvr, desired: e.kept(d), fp: fp, live: live})
+			j.ops = append(j.ops, &op{kind: OpUpdate, key: k, gvr: gvr, desired: e.kept(d), fp: fp, live: live, needs: needs, unowned: unowned})
 			j.children = append(j.children, live)
 			if nextDrift(rs, k, now).fights == fightPasses-1 {
 				j.fights = append(j.fights, k)
@@ -574,6 +610,9 @@ func (e *Engine) materialize(rs *resourceState, j *job) error {
 	for _, o := range missing {
 		if o.desired = byKey[o.key]; o.desired == nil {
 			return fmt.Errorf("%s is no longer rendered", o.key)
+		}
+		if o.unowned {
+			withoutOwnerReference(o.desired, j.parent)
 		}
 	}
 	return nil

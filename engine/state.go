@@ -59,9 +59,11 @@ type liveChild struct {
 	parentKind, parentName string
 	// labelled says it carries resyncd's managed-by label.
 	labelled bool
-	// hold, keep and adopt are the per-object switches of
-	// desired.AnnotationReconcile, AnnotationPrune and AnnotationAdopt.
-	hold, keep, adopt bool
+	// hold and keep are the per-object switches of
+	// desired.AnnotationReconcile and AnnotationPrune; adopt is the value
+	// of desired.AnnotationAdopt, the parent it is handed to.
+	hold, keep bool
+	adopt      string
 	// managers are its field managers, read only for an object that is not
 	// resyncd's, to say whose it is.
 	managers []string

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -118,8 +119,9 @@ func TestReconcileDisabledParent(t *testing.T) {
 // is no longer desired — the HorizontalPodAutoscaler after autoscaling is
 // switched off, the children of a parent deleted with orphaning — is
 // released: resyncd's labels, ownerReference and field ownership go, every
-// value stays, and later passes leave it alone. Without the annotation
-// such a child is deleted.
+// value stays, and later passes leave it alone. A child with no controller
+// ownerReference (orphaned, or adopted) is released without the
+// annotation too: resyncd deletes only what carries its ownerReference.
 func TestPruneDisabledReleases(t *testing.T) {
 	ns := "released"
 	h := newHarness(t, testConfig(ns))
@@ -141,13 +143,11 @@ func TestPruneDisabledReleases(t *testing.T) {
 	h.deleteParent(ns, "orphaned")
 
 	rep := h.sync()
-	if rep.Released != 2 || rep.Deleted != 1 {
-		t.Errorf("released %d, deleted %d; want 2 (the HPA, the orphaned Deployment), 1 (the orphaned Service)", rep.Released, rep.Deleted)
+	if rep.Released != 3 || rep.Deleted != 0 {
+		t.Errorf("released %d, deleted %d; want 3 (the HPA, the orphaned Deployment and Service), 0", rep.Released, rep.Deleted)
 	}
-	if _, err := h.get(services, ns, "orphaned"); err == nil {
-		t.Error("the orphaned Service without the annotation was not pruned")
-	}
-	released := map[string]*unstructured.Unstructured{"hpa": h.mustGet(hpas, ns, "scaled"), "deployment": h.mustGet(deployments, ns, "orphaned")}
+	released := map[string]*unstructured.Unstructured{"hpa": h.mustGet(hpas, ns, "scaled"), "deployment": h.mustGet(deployments, ns, "orphaned"),
+		"service": h.mustGet(services, ns, "orphaned")}
 	for what, u := range released {
 		for _, l := range []string{"app.kubernetes.io/managed-by", "resyncd.io/parent", "resyncd.io/parent-kind"} {
 			if _, ok := u.GetLabels()[l]; ok {
@@ -173,7 +173,8 @@ func TestPruneDisabledReleases(t *testing.T) {
 	h.log.reset()
 	h.sync()
 	reqs := h.log.reset()
-	if r := append(requestsTo(reqs, "horizontalpodautoscalers", "scaled"), requestsTo(reqs, "deployments", "orphaned")...); len(r) != 0 {
+	if r := slices.Concat(requestsTo(reqs, "horizontalpodautoscalers", "scaled"), requestsTo(reqs, "deployments", "orphaned"),
+		requestsTo(reqs, "services", "orphaned")); len(r) != 0 {
 		t.Errorf("a later pass touched the released objects: %v", r)
 	}
 }

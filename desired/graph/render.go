@@ -40,6 +40,7 @@ func (r *Renderer) Policy(parent *unstructured.Unstructured) desired.Policy {
 func (r *Renderer) Render(parent *unstructured.Unstructured, children []desired.Child) (desired.Graph, error) {
 	ev := r.evaluation(parent, children)
 	var g desired.Graph
+	index := map[string]int{} // of each resource rendered, in g.Children
 	for _, res := range r.resources {
 		obj, err := ev.resolve(res, true)
 		if err != nil {
@@ -48,9 +49,18 @@ func (r *Renderer) Render(parent *unstructured.Unstructured, children []desired.
 		if w := ev.waits[res.id]; w != nil {
 			g.Waiting = append(g.Waiting, *w)
 		}
-		if obj != nil {
-			g.Children = append(g.Children, obj)
+		if obj == nil {
+			continue
 		}
+		var refs []int
+		for _, d := range res.deps {
+			if i, ok := index[d]; ok {
+				refs = append(refs, i)
+			}
+		}
+		index[res.id] = len(g.Children)
+		g.Children = append(g.Children, obj)
+		g.Refs = append(g.Refs, refs)
 	}
 	return g, nil
 }

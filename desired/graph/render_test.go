@@ -64,6 +64,11 @@ func TestRenderWaitsForLiveFields(t *testing.T) {
 	if len(g.Waiting) > 0 || len(g.Children) != 3 {
 		t.Fatalf("second pass: children %v, waiting %v", kinds(g), g.Waiting)
 	}
+	// The Deployment refers to the ConfigMap: if that is someone else's,
+	// the engine writes neither.
+	if diff := cmp.Diff([][]int{nil, {0}, nil}, g.Refs); diff != "" {
+		t.Errorf("refs (-want +got):\n%s", diff)
+	}
 	dep := g.Children[1]
 	ann, _, _ := unstructured.NestedString(dep.Object, "spec", "template", "metadata", "annotations", "example.resyncd.io/config-hash")
 	ref, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
