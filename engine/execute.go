@@ -111,9 +111,6 @@ func (e *Engine) runJob(ctx context.Context, r *run, j *job) {
 		e.recordFights(j)
 	}
 	for _, o := range j.prunes {
-		if !r.rs.cfg.Prune {
-			continue
-		}
 		if !e.admit(r, j, o) {
 			continue
 		}
@@ -123,8 +120,13 @@ func (e *Engine) runJob(ctx context.Context, r *run, j *job) {
 
 // admit says whether o may be written now: not withheld, within budget.
 func (e *Engine) admit(r *run, j *job, o *op) bool {
-	if j.withheld != "" || (j.failure != nil && o.kind != OpDelete) {
+	if j.withheld != "" {
 		r.add(func(rep *ResourceReport) { rep.Withheld++ })
+		j.pending++
+		return false
+	}
+	if j.failure != nil && o.kind != OpDelete {
+		r.add(func(rep *ResourceReport) { rep.Blocked++ })
 		j.pending++
 		return false
 	}
@@ -164,7 +166,9 @@ func (e *Engine) write(ctx context.Context, r *run, j *job, o *op) error {
 	case OpRelease:
 		err = e.release(ctx, o)
 	case OpDelete:
-		err = e.paced(ctx, isTransient, func() error {
+		// A conflict is the UID precondition failing: the object is not the
+		// one planned, and no retry makes it so.
+		err = e.paced(ctx, func(err error) bool { return isTransient(err) && !apierrors.IsConflict(err) }, func() error {
 			return e.writer.delete(ctx, o.gvr, o.key.Kind, o.key.Namespace, o.key.Name, o.live.uid)
 		})
 	default:
@@ -203,13 +207,17 @@ func (e *Engine) settle(r *run, j *job, o *op, result *unstructured.Unstructured
 		j.applied = true
 		e.log.Info("Released", zap.String("object", o.key.String()))
 		return "success"
-	case err == nil && o.kind == OpDelete,
-		o.kind == OpDelete && (apierrors.IsNotFound(err) || apierrors.IsConflict(err)):
-		// Gone already, or re-created with another UID: the precondition
-		// kept a stale plan from deleting the new object.
+	case err == nil && o.kind == OpDelete, o.kind == OpDelete && apierrors.IsNotFound(err): // gone already
 		r.add(func(rep *ResourceReport) { rep.Deleted++ })
 		j.applied = err == nil
 		return "success"
+	case o.kind == OpDelete && apierrors.IsConflict(err):
+		// Re-created with another UID since it was read: the precondition
+		// kept a stale plan from deleting the new object, which the next
+		// pass judges afresh.
+		r.add(func(rep *ResourceReport) { rep.Superseded++ })
+		e.log.Info("Not deleted: re-created since it was read", zap.String("object", o.key.String()), zap.String("uid", string(o.live.uid)))
+		return "noop"
 	case err == nil:
 		noop := o.kind == OpUpdate && result.GetResourceVersion() == o.live.resourceVersion
 		e.refresh(r.rs, j, o, result)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -225,5 +226,35 @@ func TestGraphHTTPService(t *testing.T) {
 	rep = h.sync()
 	if w := writes(h.log.reset()); len(w) != 0 || rep.InSync != 5 {
 		t.Errorf("pass 2: %d in sync, writes %v; want 5 and none", rep.InSync, w)
+	}
+}
+
+// TestGraphInvalidNames: a child name the API server would refuse, from
+// the tenant's spec, and a parent name too long for the resyncd.io/parent
+// label, make their parents Stalled with InvalidSpec before any request;
+// the pass succeeds, nothing counts as failed or transient, and the other
+// parents converge.
+func TestGraphInvalidNames(t *testing.T) {
+	ns := "graph-names"
+	h := graphHarness(t, ns, "../testdata/graphs/named-by-spec.yaml")
+	long := strings.Repeat("l", 70)
+	for name, image := range map[string]string{"dots": "..", "slash": "a/b", "upper": "Nginx", "good": "fine", long: "long-parent"} {
+		h.createWebApp(ns, name, map[string]any{"image": image})
+	}
+	for pass := 1; pass <= 2; pass++ {
+		rep := h.sync() // fails the test if the pass fails
+		if rep.Failed != 0 || rep.Transient != 0 {
+			t.Errorf("pass %d: failed %d, transient %d; want 0, 0", pass, rep.Failed, rep.Transient)
+		}
+	}
+	for name, want := range map[string]string{"dots": `".."`, "slash": `"a/b"`, "upper": `"Nginx"`, long: "resyncd.io/parent"} {
+		p := h.mustGet(fixture.WebApps, ns, name)
+		s := condition(t, p, "Stalled")
+		if s["status"] != "True" || s["reason"] != "InvalidSpec" || !strings.Contains(str(s["message"]), want) {
+			t.Errorf("%s Stalled = %v, want True/InvalidSpec naming %s", name, s, want)
+		}
+	}
+	if got := names(h.list(configMaps, ns)); !slices.Contains(got, "fine") || slices.Contains(got, "long-parent") {
+		t.Errorf("ConfigMaps = %v, want fine and not long-parent", got)
 	}
 }

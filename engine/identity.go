@@ -2,8 +2,12 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 
+	"k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/resyncd/resyncd/desired"
 )
@@ -17,8 +21,54 @@ func (e *Engine) render(rs *resourceState, p *unstructured.Unstructured, live []
 	if err != nil {
 		return g, err
 	}
+	if err := validIdentity(p, g); err != nil {
+		return desired.Graph{}, err
+	}
 	desired.Stamp(g, p)
 	return g, nil
+}
+
+// validIdentity checks, before anything is sent, what the API server would
+// refuse of every child of p: its name, for its kind, and p's name as the
+// value of the resyncd.io/parent label. client-go refuses some names
+// before any request (".." or one with "/"), and the server others; either
+// way no retry can help, so the parent is Stalled with the reason instead.
+func validIdentity(p *unstructured.Unstructured, g desired.Graph) error {
+	if errs := validation.IsValidLabelValue(p.GetName()); len(errs) > 0 {
+		return &desired.InvalidError{Field: "metadata.name", Message: fmt.Sprintf(
+			"%q cannot be the value of the %s label every child carries: %s; rename the parent", p.GetName(), desired.LabelParent, strings.Join(errs, "; "))}
+	}
+	for i, c := range g.Children {
+		if errs := validName(c.GroupVersionKind().GroupKind(), c.GetName()); len(errs) > 0 {
+			return &desired.InvalidError{Field: fmt.Sprintf("children[%d] (%s)", i, c.GetKind()), Message: fmt.Sprintf(
+				"%q is not a valid name for a %s: %s", c.GetName(), c.GetKind(), strings.Join(errs, "; "))}
+		}
+	}
+	return nil
+}
+
+// validName lists what is wrong with name as the name of an object of kind
+// gk, by the rules the API server applies: a DNS-1035 label for a Service,
+// a DNS-1123 label for a Namespace, only a path segment for RBAC's kinds
+// (system:controller:x is a ClusterRole's name), a DNS-1123 subdomain for
+// the others and for custom resources.
+func validName(gk schema.GroupKind, name string) []string {
+	if name == "" {
+		return []string{"must not be empty"}
+	}
+	if errs := path.IsValidPathSegmentName(name); len(errs) > 0 {
+		return errs
+	}
+	switch {
+	case gk.Group == "" && gk.Kind == "Service":
+		return validation.IsDNS1035Label(name)
+	case gk.Group == "" && gk.Kind == "Namespace":
+		return validation.IsDNS1123Label(name)
+	case gk.Group == "rbac.authorization.k8s.io":
+		return nil
+	default:
+		return validation.IsDNS1123Subdomain(name)
+	}
 }
 
 // learnParentKind asks the API server, once, the kind of rs's parents:

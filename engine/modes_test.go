@@ -139,6 +139,11 @@ func TestInvalidParentStalls(t *testing.T) {
 		if rep.Stalled != 2 {
 			t.Errorf("stalled = %d, want 2", rep.Stalled)
 		}
+		// bad's Service waits for its refused Deployment: blocked, not
+		// withheld on purpose.
+		if rep.Blocked != 1 || rep.Withheld != 0 {
+			t.Errorf("blocked %d, withheld %d; want 1, 0", rep.Blocked, rep.Withheld)
+		}
 	}
 	if failedWrites[1] > 1 || failedWrites[2] > 1 {
 		t.Errorf("writes of the invalid Deployment per pass = %v, want at most 1 each", failedWrites)

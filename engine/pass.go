@@ -361,12 +361,16 @@ func (e *Engine) stillIdle(rs *resourceState, p *unstructured.Unstructured, chil
 }
 
 // planPrune adds to j the deletion of c, a child no parent wants, or its
-// release if it carries resyncd.io/prune: disabled. A held child is
-// counted and left alone.
+// release if it carries resyncd.io/prune: disabled or resyncd did not
+// create it. A held child, or any with prune off for the resource, is
+// counted and left alone: no write is planned that will never be made.
 func (e *Engine) planPrune(rs *resourceState, j *job, c *liveChild, seenDrift map[childKey]driftRecord, now time.Time, rep *ResourceReport) {
 	rep.count(c.key.Kind, stateOrphaned)
 	e.countDrift(rs, c.key.Kind, reasonOrphaned)
 	e.noteDrift(rep, Drift{Object: c.key.String(), Reason: reasonOrphaned, Live: e.liveFields(c, nil)})
+	if !rs.cfg.Prune {
+		return
+	}
 	if c.hold {
 		if j.parent != nil {
 			j.held = append(j.held, desired.Held{Object: c.key.String(), Drifted: true})
@@ -512,6 +516,14 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 			continue
 		case live.hold:
 			e.planHeld(rs, j, k, live, d, norm, mismatch, rep)
+			continue
+		case verdict == claimPredecessor && !rs.cfg.Prune:
+			// Left by an earlier parent of the same name, and resyncd may
+			// not delete it: the parent cannot have its own until someone does.
+			delete(claimed, k)
+			blocked[k] = true
+			rep.count(k.Kind, stateOrphaned)
+			j.taken = append(j.taken, fmt.Sprintf("%s was made for an earlier parent of this name; prune is off for this resource, so resyncd does not delete it: delete it to let this parent have its own", k))
 			continue
 		case verdict == claimPredecessor:
 			// Left by an earlier parent of the same name: remove it first;
@@ -713,7 +725,7 @@ func (e *Engine) record(rs *resourceState, rep *ResourceReport, err error) {
 		zap.String("resource", rs.name), zap.Int("parents", rep.Parents),
 		zap.Int("inSync", rep.InSync), zap.Int("drifted", rep.Drifted), zap.Int("missing", rep.Missing), zap.Int("orphaned", rep.Orphaned), zap.Int("taken", rep.Taken),
 		zap.Int("created", rep.Created), zap.Int("updated", rep.Updated), zap.Int("deleted", rep.Deleted), zap.Int("released", rep.Released), zap.Int("statuses", rep.Statuses),
-		zap.Int("noops", rep.NoOps), zap.Int("deferred", rep.Deferred), zap.Int("withheld", rep.Withheld),
+		zap.Int("noops", rep.NoOps), zap.Int("superseded", rep.Superseded), zap.Int("deferred", rep.Deferred), zap.Int("withheld", rep.Withheld), zap.Int("blocked", rep.Blocked),
 		zap.Int("failed", rep.Failed), zap.Int("transient", rep.Transient), zap.Int("stalled", rep.Stalled), zap.Duration("duration", rep.Duration),
 	}
 	if err != nil {

@@ -27,8 +27,17 @@ type ResourceReport struct {
 	Released int
 	// Deferred counts the writes left for the next pass by the budget.
 	Deferred int
-	// Withheld counts the writes not made on purpose (warn mode, spec.paused).
+	// Withheld counts the writes not made on purpose (warn mode,
+	// spec.paused, resyncd.io/reconcile: disabled on the parent).
 	Withheld int
+	// Blocked counts the writes not made because the parent is blocked by
+	// a permanent error: its spec cannot be rendered, or an earlier write
+	// of its job was refused for good.
+	Blocked int
+	// Superseded counts the deletes the API server refused because the
+	// object is no longer the one planned (re-created since it was read:
+	// the UID precondition failed); nothing was deleted.
+	Superseded int
 	// Failed counts the writes that failed.
 	Failed int
 	// Transient counts the failed writes that failed for a passing reason
@@ -78,7 +87,7 @@ func (r *ResourceReport) missingWasTaken(kind string) {
 
 // Writes is the number of writes the pass made.
 func (r ResourceReport) Writes() int {
-	return r.Created + r.Updated + r.Deleted + r.Released + r.Statuses + r.NoOps + r.Failed
+	return r.Created + r.Updated + r.Deleted + r.Released + r.Statuses + r.NoOps + r.Superseded + r.Failed
 }
 
 // Drift is one child that differs from what it should be.

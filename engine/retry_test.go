@@ -171,3 +171,43 @@ func TestChildDeletedBeforeWrite(t *testing.T) {
 		t.Error("orphan Service gone still exists")
 	}
 }
+
+// TestDeleteOfRecreatedObject: an orphan re-created by someone under the
+// same name between the pass's LIST and resyncd's delete is not deleted:
+// the UID precondition fails with a conflict, which is not retried (one
+// DELETE) and is counted as superseded, not as a deletion or a failure.
+func TestDeleteOfRecreatedObject(t *testing.T) {
+	ns := "recreated-between"
+	h := newHarness(t, testConfig(ns))
+	h.namespace(ns)
+	h.createParent(ns, "gone", map[string]any{"image": "nginx:1", "port": int64(8080)})
+	h.sync()
+	h.deleteParent(ns, "gone") // no garbage collector: its children are orphans
+	hook := &beforeTransport{next: h.log.next, hook: func() {
+		if err := h.dyn.Resource(services).Namespace(ns).Delete(t.Context(), "gone", metav1.DeleteOptions{}); err != nil {
+			t.Errorf("delete: %v", err)
+		}
+		h.foreignService(ns, "gone", nil)
+	}, match: func(r *http.Request) bool {
+		return r.Method == http.MethodDelete && strings.HasSuffix(r.URL.Path, "/services/gone")
+	}}
+	h.log.next = hook
+	h.log.reset()
+	rep := h.sync()
+	if !hook.called.Load() {
+		t.Fatal("the orphan Service was not deleted")
+	}
+	var deletes int
+	for _, r := range requestsTo(h.log.reset(), "services", "gone") {
+		if strings.HasPrefix(r, "DELETE ") {
+			deletes++
+		}
+	}
+	if deletes != 1 || rep.Superseded != 1 || rep.Deleted != 1 || rep.Failed != 0 {
+		t.Errorf("DELETEs of the Service %d, superseded %d, deleted %d (the Deployment), failed %d; want 1, 1, 1, 0",
+			deletes, rep.Superseded, rep.Deleted, rep.Failed)
+	}
+	if svc := h.mustGet(services, ns, "gone"); svc.GetLabels()["app.kubernetes.io/managed-by"] != "" {
+		t.Errorf("the Service left is not the one made since: labels %v", svc.GetLabels())
+	}
+}

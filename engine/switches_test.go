@@ -178,3 +178,32 @@ func TestPruneDisabledReleases(t *testing.T) {
 		t.Errorf("a later pass touched the released objects: %v", r)
 	}
 }
+
+// TestPruneOff: with prune off for the resource, a child no longer wanted
+// is counted orphaned and left as it is, no write is planned for it, and
+// the parent is idle again in the next pass: nothing deferred, nothing
+// rendered.
+func TestPruneOff(t *testing.T) {
+	ns := "prune-off"
+	cfg := testConfig(ns)
+	cfg.Resources[0].Prune = false
+	h := newHarness(t, cfg)
+	h.namespace(ns)
+	h.createParent(ns, "scaled", map[string]any{"image": "nginx", "port": int64(8080),
+		"resources":   map[string]any{"requests": map[string]any{"cpu": "100m"}},
+		"autoscaling": map[string]any{"minReplicas": int64(2), "maxReplicas": int64(5)}})
+	h.sync()
+	h.mergePatch(httpServices, ns, "scaled", map[string]any{"spec": map[string]any{"autoscaling": nil}})
+	h.sync()
+	for pass := 1; pass <= 2; pass++ {
+		h.log.reset()
+		rep := h.sync()
+		if w := writes(h.log.reset()); len(w) != 0 || rep.Deferred != 0 || rep.Orphaned != 1 {
+			t.Errorf("pass %d: writes %v, deferred %d, orphaned %d; want none, 0, 1", pass, w, rep.Deferred, rep.Orphaned)
+		}
+	}
+	h.mustGet(hpas, ns, "scaled")
+	if n := len(h.engine.resources[0].idle); n != 1 {
+		t.Errorf("%d parents idle, want 1: a parent with an orphan left by prune: false is rendered every pass", n)
+	}
+}
