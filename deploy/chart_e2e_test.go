@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
@@ -397,5 +398,93 @@ func TestChartGraph(t *testing.T) {
 	}
 	if _, err := admin.CoreV1().Services("chart-graph").Get(ctx, "site", metav1.GetOptions{}); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestChartGraphKinds installs the chart with HttpServices watched in
+// every namespace and a graph of a Secret, Endpoints and a NetworkPolicy
+// watched in one: a pass as the release's ServiceAccount converges a WebApp
+// there with the rules the chart derived (resource names as the API server
+// serves them), while Secrets elsewhere, and every cluster-scoped kind,
+// stay out of its reach.
+func TestChartGraphKinds(t *testing.T) {
+	ctx := t.Context()
+	fixture.InstallWebApps(t, env.Config)
+	admin := kubernetes.NewForConfigOrDie(env.Config)
+	for _, ns := range []string{"kinds-system", "kinds-in", "kinds-out"} {
+		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// tenant.yaml without its Widget, a kind this API server does not serve.
+	tenant := readYAML("../testdata/graphs/tenant.yaml")
+	spec := tenant["spec"].(map[string]any)
+	spec["resources"] = spec["resources"].([]any)[:3]
+	cfg, sa := helmInstall(t, "kinds", "kinds-system", map[string]any{
+		"graphs": map[string]any{"tenant.yaml": tenant},
+		"config": map[string]any{"resources": []any{
+			map[string]any{"group": "resyncd.io", "version": "v1alpha1", "resource": "httpservices", "renderer": "httpservice"},
+			map[string]any{"group": "example.resyncd.io", "version": "v1alpha1", "resource": "webapps", "graph": "tenant.yaml", "namespaces": []any{"kinds-in"}},
+		}},
+	})
+	saKube, saDyn := kubernetes.NewForConfigOrDie(sa), dynamic.NewForConfigOrDie(sa)
+	fixture.Eventually(t, "the Role in force", 30*time.Second, func() bool {
+		_, err := saDyn.Resource(fixture.WebApps).Namespace("kinds-in").List(ctx, metav1.ListOptions{})
+		return err == nil
+	})
+	res := cfg.Resources[1]
+	g, err := graph.Load(res.GraphPath(), graph.Options{
+		Schemas: &resolver.ClientDiscoveryResolver{Discovery: discovery.NewDiscoveryClientForConfigOrDie(sa)},
+		Parent:  fixture.WebApps.GroupVersion().WithKind("WebApp")})
+	if err != nil {
+		t.Fatalf("the mounted graph, typed as the ServiceAccount: %v", err)
+	}
+	reg := desired.DefaultRegistry()
+	reg[res.RendererKey()] = g
+	adminDyn := dynamic.NewForConfigOrDie(env.Config)
+	for _, ns := range []string{"kinds-in", "kinds-out"} {
+		webapp := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "example.resyncd.io/v1alpha1", "kind": "WebApp",
+			"metadata": map[string]any{"name": "site", "namespace": ns},
+			"spec":     map[string]any{"image": "nginx"},
+		}}
+		if _, err := adminDyn.Resource(fixture.WebApps).Namespace(ns).Create(ctx, webapp, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eng, err := engine.New(engine.SettingsFrom(cfg), engine.Options{REST: sa, Renderers: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := eng.SyncOnce(ctx)
+	if err != nil {
+		t.Fatalf("pass as the ServiceAccount: %v", err)
+	}
+	if r := rep.Resources[1]; r.Created != 3 || r.Failed != 0 || r.Stalled != 0 {
+		t.Errorf("WebApps: created %d, failed %d, stalled %d; want 3, 0, 0", r.Created, r.Failed, r.Stalled)
+	}
+	if _, err := admin.CoreV1().Secrets("kinds-in").Get(ctx, "site-credentials", metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	}
+	endpoints := schema.GroupVersionResource{Version: "v1", Resource: "endpoints"}
+	if _, err := adminDyn.Resource(endpoints).Namespace("kinds-in").Get(ctx, "site-external", metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	}
+	if _, err := admin.NetworkingV1().NetworkPolicies("kinds-in").Get(ctx, "site", metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	}
+	if _, err := admin.CoreV1().Secrets("kinds-out").Get(ctx, "site-credentials", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Secret in kinds-out: %v, want none (the resource does not watch it)", err)
+	}
+	forbidden := map[string]error{}
+	_, forbidden["list Secrets in kinds-out"] = saKube.CoreV1().Secrets("kinds-out").List(ctx, metav1.ListOptions{})
+	_, forbidden["list Secrets everywhere"] = saKube.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
+	_, forbidden["list NetworkPolicies everywhere"] = saKube.NetworkingV1().NetworkPolicies("").List(ctx, metav1.ListOptions{})
+	_, forbidden["list ClusterRoles"] = saKube.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
+	_, forbidden["list Namespaces"] = saKube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	for what, err := range forbidden {
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("%s: got %v, want Forbidden", what, err)
+		}
 	}
 }

@@ -64,6 +64,23 @@ var valueSets = map[string]map[string]any{
 			map[string]any{"group": "example.resyncd.io", "version": "v1alpha1", "resource": "webapps", "graph": "webapp.yaml", "namespaces": []any{"chart-graph"}},
 		}},
 	},
+	// HttpServices in every namespace beside a graph of Secrets, Endpoints,
+	// NetworkPolicies and a custom kind in two namespaces: a ClusterRole for
+	// the first, Roles in those two namespaces for the second.
+	"graph-kinds": graphKinds,
+}
+
+// graphKinds are the values of the graph-kinds set.
+var graphKinds = map[string]any{
+	"graphs": map[string]any{"tenant.yaml": readYAML("../testdata/graphs/tenant.yaml")},
+	"rbac": map[string]any{"customKinds": []any{
+		map[string]any{"group": "example.com", "kind": "Widget", "resource": "widgets"},
+	}},
+	"config": map[string]any{"resources": []any{
+		map[string]any{"group": "resyncd.io", "version": "v1alpha1", "resource": "httpservices", "renderer": "httpservice"},
+		map[string]any{"group": "example.resyncd.io", "version": "v1alpha1", "resource": "webapps", "graph": "tenant.yaml",
+			"namespaces": []any{"team-b", "team-a"}},
+	}},
 }
 
 // readYAML reads a YAML file as values hold it.

@@ -130,11 +130,60 @@ leader election, its Lease, the listen addresses, the log settings.
 {{- end }}
 
 {{/*
+The graph templates of config.resources, checked as resyncd checks them:
+every graph named is in .Values.graphs, every template sets apiVersion and
+kind without expressions, and no template is of a built-in kind resyncd
+cannot write (kinds.yaml: cluster-scoped, create-only, subresources), since
+resyncd writes children only in their parent's namespace. Renders nothing;
+fails with a message naming the graph, the template and the kind.
+*/}}
+{{- define "resyncd.checkGraphs" -}}
+{{- $kinds := .Files.Get "kinds.yaml" | fromYaml }}
+{{- $why := dict
+  "cluster-scoped" "is cluster-scoped, and resyncd writes children only in their parent's namespace"
+  "create-only" "takes only create: it is not an object resyncd can apply and keep in sync"
+  "subresource" "is a subresource, not an object resyncd can apply" }}
+{{- range $i, $r := .Values.config.resources }}
+{{- with $r.graph }}
+{{- if not (hasKey ($.Values.graphs | default dict) .) }}
+{{- fail (printf "config.resources[%d].graph: %q is not a file of graphs; add it under graphs" $i .) }}
+{{- end }}
+{{- $file := . }}
+{{- range $j, $res := ((index $.Values.graphs . | default dict).spec | default dict).resources | default list }}
+{{- with $res.template }}
+{{- $gk := include "resyncd.templateKind" (dict "template" . "where" (printf "graphs[%q] spec.resources[%d] (id %s)" $file $j ($res.id | default "?"))) }}
+{{- with index $kinds.unwritable $gk }}
+{{- fail (printf "graphs[%q] spec.resources[%d] (id %s): kind %s %s; resyncd cannot write it and the chart grants it nothing: remove the template" $file $j ($res.id | default "?") $gk (index $why .)) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The Kind.group (Kind alone in the core group) of a graph template, as
+kinds.yaml and rbac.customKinds spell it. Fails, naming .where, when
+apiVersion or kind is missing or an expression.
+*/}}
+{{- define "resyncd.templateKind" -}}
+{{- $av := .template.apiVersion | default "" | toString }}
+{{- $kind := .template.kind | default "" | toString }}
+{{- if or (not $av) (not $kind) (contains "${" (print $av $kind)) }}
+{{- fail (printf "%s: the template must set apiVersion and kind, without expressions: they say what resyncd lists and may write" .where) }}
+{{- end }}
+{{- if contains "/" $av }}{{ printf "%s.%s" $kind (first (splitList "/" $av)) }}{{ else }}{{ $kind }}{{ end }}
+{{- end }}
+
+{{/*
 The child resources of one watched resource, added to the dict .children
 as "group/resource": for the built-in httpservice renderer its kinds (as
 desired.HTTPService.ChildTypes lists them), for a graph the kind of every
-template in .Values.graphs, its resource guessed as kubectl guesses the
-plural of a kind it does not know.
+template in .graphs, its resource from kinds.yaml for a built-in kind or
+from .customKinds (rbac.customKinds) for a custom one. A custom kind
+without a resource fails, naming the graph and the kind: a guessed plural
+can be wrong without anyone noticing (the grant is then on a resource
+that does not exist, and every write is forbidden).
 */}}
 {{- define "resyncd.childResources" -}}
 {{- $children := .children }}
@@ -144,53 +193,37 @@ plural of a kind it does not know.
 {{- $_ := set $children "autoscaling/horizontalpodautoscalers" true }}
 {{- end }}
 {{- with .resource.graph }}
-{{- $graph := index $.graphs . | default dict }}
-{{- range (($graph.spec | default dict).resources | default list) }}
-{{- $av := .template.apiVersion | default "" }}
+{{- $file := . }}
+{{- $custom := dict }}
+{{- range $.customKinds }}{{ $_ := set $custom (printf "%s.%s" .kind .group) .resource }}{{ end }}
+{{- range $j, $res := ((index $.graphs . | default dict).spec | default dict).resources | default list }}
+{{- with $res.template }}
+{{- $where := printf "graphs[%q] spec.resources[%d] (id %s)" $file $j ($res.id | default "?") }}
+{{- $gk := include "resyncd.templateKind" (dict "template" . "where" $where) }}
 {{- $group := "" }}
-{{- if contains "/" $av }}{{ $group = first (splitList "/" $av) }}{{ end }}
-{{- $kind := lower (.template.kind | default "") }}
-{{- $plural := printf "%ss" $kind }}
-{{- if hasSuffix "s" $kind }}{{ $plural = printf "%ses" $kind }}
-{{- else if hasSuffix "y" $kind }}{{ $plural = printf "%sies" (trimSuffix "y" $kind) }}{{ end }}
-{{- $_ := set $children (printf "%s/%s" $group $plural) true }}
+{{- if contains "/" (toString .apiVersion) }}{{ $group = first (splitList "/" (toString .apiVersion)) }}{{ end }}
+{{- $resource := index $.kinds.namespaced $gk | default (index $custom $gk) }}
+{{- if not $resource }}
+{{- fail (printf "%s: kind %s (%s) is not a built-in kind the chart knows: give its resource, the plural the API server serves (kubectl api-resources), in rbac.customKinds: [{group: %s, kind: %s, resource: ...}]" $where .kind .apiVersion ($group | quote) .kind) }}
+{{- end }}
+{{- $_ := set $children (printf "%s/%s" $group $resource) true }}
 {{- end }}
 {{- end }}
-{{- end }}
-
-{{/*
-The namespaces of every watched resource, as a JSON list, when each lists
-its own; an empty list when any watches all namespaces.
-*/}}
-{{- define "resyncd.watchedNamespaces" -}}
-{{- $all := list }}
-{{- $scoped := true }}
-{{- range include "resyncd.resourcesHere" . | fromJsonArray }}
-{{- if not .namespaces }}
-{{- $scoped = false }}
-{{- end }}
-{{- range .namespaces }}
-{{- $all = append $all . }}
-{{- end }}
-{{- end }}
-{{- if $scoped }}
-{{- $all | uniq | sortAlpha | toJson }}
-{{- else }}
-{{- list | toJson }}
 {{- end }}
 {{- end }}
 
 {{/*
-The RBAC rules of the watched resources in one namespace ("" for all):
-the parents that watch it, the children of their renderers and graphs,
-Events.
+The RBAC rules of the watched resources in one namespace, or of those that
+watch every namespace (namespace ""): the parents, the children of their
+renderers and graphs, Events.
 */}}
 {{- define "resyncd.rules" -}}
 {{- $seen := dict }}
 {{- $children := dict }}
+{{- $kinds := .root.Files.Get "kinds.yaml" | fromYaml }}
 {{- range include "resyncd.resourcesHere" .root | fromJsonArray }}
-{{- if or (eq $.namespace "") (has $.namespace (default list .namespaces)) }}
-{{- include "resyncd.childResources" (dict "children" $children "resource" . "graphs" ($.root.Values.graphs | default dict)) }}
+{{- if or (and (eq $.namespace "") (not .namespaces)) (and $.namespace (has $.namespace (default list .namespaces))) }}
+{{- include "resyncd.childResources" (dict "children" $children "resource" . "graphs" ($.root.Values.graphs | default dict) "kinds" $kinds "customKinds" ($.root.Values.rbac.customKinds | default list)) }}
 {{- $key := printf "%s/%s" (.group | default "") .resource }}
 {{- if not (hasKey $seen $key) }}
 {{- $_ := set $seen $key true }}

@@ -1,0 +1,243 @@
+package deploy_test
+
+import (
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/yaml"
+)
+
+// rbacOf returns the rules of the release's own ClusterRole (nil when
+// there is none) and of its Roles, by namespace, in a rendering.
+func rbacOf(t *testing.T, manifest string) ([]rbacv1.PolicyRule, map[string][]rbacv1.PolicyRule) {
+	t.Helper()
+	var cluster []rbacv1.PolicyRule
+	roles := map[string][]rbacv1.PolicyRule{}
+	for doc := range strings.SplitSeq(manifest, "\n---") {
+		var obj struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+			} `json:"metadata"`
+			Rules []rbacv1.PolicyRule `json:"rules"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			t.Fatalf("%v in\n%s", err, doc)
+		}
+		if obj.Metadata.Name != releaseName {
+			continue // the Lease's and the metrics' roles
+		}
+		switch obj.Kind {
+		case "ClusterRole":
+			cluster = obj.Rules
+		case "Role":
+			roles[obj.Metadata.Namespace] = obj.Rules
+		}
+	}
+	return cluster, roles
+}
+
+// rules are the rules of a watched resource: list its parents, patch
+// their status, write its children (each "group/resource"), write Events.
+func rules(group, resource string, children ...string) []rbacv1.PolicyRule {
+	out := []rbacv1.PolicyRule{
+		{APIGroups: []string{group}, Resources: []string{resource}, Verbs: []string{"list"}},
+		{APIGroups: []string{group}, Resources: []string{resource + "/status"}, Verbs: []string{"patch"}},
+	}
+	for _, c := range children {
+		g, r, _ := strings.Cut(c, "/")
+		out = append(out, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: []string{r},
+			Verbs: []string{"get", "list", "create", "patch", "delete"}})
+	}
+	return append(out, rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}})
+}
+
+// TestChartGraphRBAC: the rules the chart derives from a graph are exactly
+// its templates' resources, by the names the API server serves (endpoints,
+// networkpolicies; a custom kind's from rbac.customKinds), in Roles of the
+// namespaces its resource lists; the ClusterRole of the resource that
+// watches every namespace holds none of them, Secrets least of all.
+func TestChartGraphRBAC(t *testing.T) {
+	got, err := render(t, graphKinds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster, roles := rbacOf(t, got)
+	wantCluster := rules("resyncd.io", "httpservices", "/services", "apps/deployments", "autoscaling/horizontalpodautoscalers")
+	if diff := cmp.Diff(wantCluster, cluster); diff != "" {
+		t.Errorf("ClusterRole rules (-want +got):\n%s", diff)
+	}
+	tenant := rules("example.resyncd.io", "webapps", "/endpoints", "/secrets", "example.com/widgets", "networking.k8s.io/networkpolicies")
+	if diff := cmp.Diff(map[string][]rbacv1.PolicyRule{"team-a": tenant, "team-b": tenant}, roles); diff != "" {
+		t.Errorf("Role rules by namespace (-want +got):\n%s", diff)
+	}
+}
+
+// TestChartNamespacedRoles: a resource that lists namespaces gets Roles
+// there and no ClusterRole, even when it alone is configured.
+func TestChartNamespacedRoles(t *testing.T) {
+	vals := map[string]any{
+		"graphs": graphKinds["graphs"], "rbac": graphKinds["rbac"],
+		"config": map[string]any{"resources": []any{
+			map[string]any{"group": "example.resyncd.io", "version": "v1alpha1", "resource": "webapps", "graph": "tenant.yaml", "namespaces": []any{"team-a"}},
+		}},
+	}
+	got, err := render(t, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster, roles := rbacOf(t, got)
+	if cluster != nil {
+		t.Errorf("ClusterRole with %v, want none", cluster)
+	}
+	if ns := slices.Sorted(maps.Keys(roles)); !slices.Equal(ns, []string{"team-a"}) {
+		t.Errorf("Roles in %v, want team-a only", ns)
+	}
+}
+
+// oneKind is a graph of one template of the kind given.
+func oneKind(apiVersion, kind string) map[string]any {
+	return map[string]any{"apiVersion": "resyncd.io/v1alpha1", "kind": "Graph", "metadata": map[string]any{"name": "one"},
+		"spec": map[string]any{"resources": []any{map[string]any{"id": "child", "template": map[string]any{
+			"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": "${schema.metadata.name}"}}}}}}
+}
+
+// graphValues configures one resource of the graph g, as file g.yaml.
+func graphValues(g map[string]any, extra map[string]any) map[string]any {
+	vals := map[string]any{
+		"graphs": map[string]any{"g.yaml": g},
+		"config": map[string]any{"resources": []any{
+			map[string]any{"group": "example.resyncd.io", "version": "v1alpha1", "resource": "webapps", "graph": "g.yaml"},
+		}},
+	}
+	maps.Copy(vals, extra)
+	return vals
+}
+
+// TestChartRefusesGraphKinds: a graph whose templates the chart cannot
+// grant exactly fails the render with a message that names the graph, the
+// template and the kind: cluster-scoped kinds (resyncd writes children
+// only in their parent's namespace), create-only kinds, and a custom kind
+// whose resource the values do not give.
+func TestChartRefusesGraphKinds(t *testing.T) {
+	noRBAC := map[string]any{"rbac": map[string]any{"create": false}}
+	tests := []struct {
+		name string
+		vals map[string]any
+		want string
+	}{
+		{"the five kinds", map[string]any{
+			"graphs": map[string]any{"cluster-scoped.yaml": readYAML("../testdata/graphs/cluster-scoped.yaml")},
+			"config": map[string]any{"resources": []any{
+				map[string]any{"group": "example.resyncd.io", "version": "v1alpha1", "resource": "webapps", "graph": "cluster-scoped.yaml", "namespaces": []any{"team-a"}},
+			}},
+		}, `graphs["cluster-scoped.yaml"] spec.resources[3] (id role): kind ClusterRole.rbac.authorization.k8s.io is cluster-scoped, and resyncd writes children only in their parent's namespace; resyncd cannot write it and the chart grants it nothing: remove the template`},
+		{"Namespace", graphValues(oneKind("v1", "Namespace"), nil), `graphs["g.yaml"] spec.resources[0] (id child): kind Namespace is cluster-scoped`},
+		{"ClusterRoleBinding", graphValues(oneKind("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), nil), "kind ClusterRoleBinding.rbac.authorization.k8s.io is cluster-scoped"},
+		{"StorageClass", graphValues(oneKind("storage.k8s.io/v1", "StorageClass"), nil), "kind StorageClass.storage.k8s.io is cluster-scoped"},
+		{"CustomResourceDefinition", graphValues(oneKind("apiextensions.k8s.io/v1", "CustomResourceDefinition"), nil), "kind CustomResourceDefinition.apiextensions.k8s.io is cluster-scoped"},
+		{"PersistentVolume", graphValues(oneKind("v1", "PersistentVolume"), nil), "kind PersistentVolume is cluster-scoped"},
+		{"TokenReview", graphValues(oneKind("authentication.k8s.io/v1", "TokenReview"), nil), "kind TokenReview.authentication.k8s.io takes only create"},
+		{"cluster-scoped without RBAC", graphValues(oneKind("v1", "Namespace"), noRBAC), "kind Namespace is cluster-scoped"},
+		{"custom kind without a resource", graphValues(oneKind("example.com/v1", "Widget"), nil),
+			`graphs["g.yaml"] spec.resources[0] (id child): kind Widget (example.com/v1) is not a built-in kind the chart knows: give its resource, the plural the API server serves (kubectl api-resources), in rbac.customKinds: [{group: "example.com", kind: Widget, resource: ...}]`},
+		{"custom kind of another group", graphValues(oneKind("example.com/v1", "Widget"), map[string]any{"rbac": map[string]any{"customKinds": []any{
+			map[string]any{"group": "example.org", "kind": "Widget", "resource": "widgets"}}}}), "kind Widget (example.com/v1) is not a built-in kind"},
+		{"kind an expression", graphValues(oneKind("v1", "${schema.spec.kind}"), nil),
+			`graphs["g.yaml"] spec.resources[0] (id child): the template must set apiVersion and kind, without expressions`},
+		{"graph not in graphs", map[string]any{"config": map[string]any{"resources": []any{
+			map[string]any{"group": "example.resyncd.io", "version": "v1alpha1", "resource": "webapps", "graph": "missing.yaml"}}}},
+			`config.resources[0].graph: "missing.yaml" is not a file of graphs; add it under graphs`},
+		{"custom kind without a plural", map[string]any{"rbac": map[string]any{"customKinds": []any{
+			map[string]any{"group": "example.com", "kind": "Widget"}}}}, "resource"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := render(t, tt.vals)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want an error with %q", err, tt.want)
+			}
+		})
+	}
+	// Without RBAC from the chart, its rules need no resource names.
+	if _, err := render(t, graphValues(oneKind("example.com/v1", "Widget"), noRBAC)); err != nil {
+		t.Errorf("rbac.create false, a custom kind: %v", err)
+	}
+}
+
+// TestChartKindTable: the chart's table of built-in kinds (kinds.yaml)
+// says what the API server says: each kind resyncd can write with the
+// resource the server serves it as, each kind it cannot write (cluster-
+// scoped, or without the verbs resyncd uses) as such, and no built-in
+// kind missing.
+func TestChartKindTable(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(chartDir, "kinds.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table struct {
+		Namespaced map[string]string `json:"namespaced"`
+		Unwritable map[string]string `json:"unwritable"`
+	}
+	if err := yaml.UnmarshalStrict(data, &table); err != nil {
+		t.Fatal(err)
+	}
+	_, lists, err := discovery.NewDiscoveryClientForConfigOrDie(env.Config).ServerGroupsAndResources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := map[string]bool{}
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gv.Group != "" && strings.Contains(gv.Group, ".") && !strings.HasSuffix(gv.Group, ".k8s.io") && gv.Group != "resyncd.io" {
+			continue // custom resources other tests installed
+		}
+		for _, r := range l.APIResources {
+			if strings.Contains(r.Name, "/") {
+				continue // subresources
+			}
+			key := r.Kind
+			if gv.Group != "" {
+				key += "." + gv.Group
+			}
+			served[key] = true
+			writable := r.Namespaced
+			for _, v := range []string{"get", "list", "create", "patch", "delete"} {
+				writable = writable && slices.Contains(r.Verbs, v)
+			}
+			switch {
+			case writable && table.Namespaced[key] != r.Name:
+				t.Errorf("%s (%s): kinds.yaml namespaced has %q, the API server serves %q", key, l.GroupVersion, table.Namespaced[key], r.Name)
+			case !writable && !r.Namespaced && table.Unwritable[key] != "cluster-scoped" && table.Unwritable[key] != "create-only":
+				t.Errorf("%s (%s) is cluster-scoped: kinds.yaml unwritable has %q, want cluster-scoped (or create-only)", key, l.GroupVersion, table.Unwritable[key])
+			case !writable && r.Namespaced && table.Unwritable[key] != "create-only":
+				t.Errorf("%s (%s) is namespaced with verbs %v: kinds.yaml unwritable has %q, want create-only", key, l.GroupVersion, r.Verbs, table.Unwritable[key])
+			}
+		}
+	}
+	for key := range table.Namespaced {
+		if _, both := table.Unwritable[key]; both {
+			t.Errorf("%s is both namespaced and unwritable in kinds.yaml", key)
+		}
+		if !served[key] {
+			t.Logf("%s: not served by this API server (a feature gate, or an older version); taken as kinds.yaml says", key)
+		}
+	}
+	for key, why := range table.Unwritable {
+		if !slices.Contains([]string{"cluster-scoped", "create-only", "subresource"}, why) {
+			t.Errorf("%s: kinds.yaml unwritable reason %q; the chart knows cluster-scoped, create-only, subresource", key, why)
+		}
+	}
+}
