@@ -49,6 +49,9 @@ func Compose(parent *unstructured.Unstructured, obs Observation, st Status) (map
 	}
 	gen := parent.GetGeneration()
 	conds := old.Conditions
+	if obs.Failure == nil {
+		obs.Failure = st.Failure
+	}
 	ready, reconciling, stalled := judge(obs, st.Readiness)
 	for _, c := range []metav1.Condition{ready, reconciling, stalled} {
 		c.ObservedGeneration = gen

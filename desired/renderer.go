@@ -276,6 +276,11 @@ type Status struct {
 	Fields map[string]any
 	// Readiness is the verdict the conditions are built from.
 	Readiness Readiness
+	// Failure is a permanent error met computing Fields, such as a status
+	// expression that fails: the field is left out, and, unless a failure
+	// of the pass blocks the parent already, Compose makes the parent
+	// Stalled with it, so that the error is seen rather than dropped.
+	Failure *Failure
 }
 
 // Readiness is a renderer's verdict on whether a parent's children do what

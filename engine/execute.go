@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -310,7 +311,7 @@ func (e *Engine) writeStatus(ctx context.Context, r *run, j *job) {
 		return
 	}
 	old, _ := j.parent.Object["status"].(map[string]any)
-	if sameOn(st, old) {
+	if sameOn(st, old, j.statusFields) {
 		return
 	}
 	if r.budget.Add(-1) < 0 {
@@ -375,14 +376,47 @@ func (e *Engine) observe(j *job) desired.Observation {
 	return obs
 }
 
-// sameOn reports whether old holds every field of st with the same value.
-func sameOn(st, old map[string]any) bool {
+// sameOn reports whether old holds every field of st with the same value,
+// and none of the fields resyncd owns (owned) that st no longer has. Fields
+// of old that other managers own are theirs, and not compared.
+func sameOn(st, old map[string]any, owned []string) bool {
 	for k, v := range st {
 		if !reflect.DeepEqual(v, old[k]) {
 			return false
 		}
 	}
+	for _, k := range owned {
+		if _, gone := st[k]; !gone {
+			if _, ok := old[k]; ok {
+				return false
+			}
+		}
+	}
 	return true
+}
+
+// ownedStatusFields returns the top-level fields of p's status that the
+// field manager applied through the status subresource.
+func ownedStatusFields(p *unstructured.Unstructured, manager string) []string {
+	for _, mf := range p.GetManagedFields() {
+		if mf.Manager != manager || mf.Subresource != "status" || mf.FieldsV1 == nil {
+			continue
+		}
+		var fields struct {
+			Status map[string]json.RawMessage `json:"f:status"`
+		}
+		if err := json.Unmarshal(mf.FieldsV1.Raw, &fields); err != nil {
+			return nil
+		}
+		out := make([]string, 0, len(fields.Status))
+		for k := range fields.Status {
+			if name, ok := strings.CutPrefix(k, "f:"); ok {
+				out = append(out, name)
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 // isTransient says whether err may pass if the write is tried again.

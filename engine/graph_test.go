@@ -258,3 +258,51 @@ func TestGraphInvalidNames(t *testing.T) {
 		t.Errorf("ConfigMaps = %v, want fine and not long-parent", got)
 	}
 }
+
+// TestGraphStatusFieldRemoved: a status field the graph no longer returns
+// is removed from the parent's status on the server, in the pass that
+// finds it gone, though nothing else of the status changes; the pass after
+// writes nothing.
+func TestGraphStatusFieldRemoved(t *testing.T) {
+	ns := "graph-status-gone"
+	h := graphHarness(t, ns, "../testdata/graphs/annotated-url.yaml")
+	h.createWebApp(ns, "shop", map[string]any{"image": "nginx"})
+	h.annotate(fixture.WebApps, ns, "shop", "example.resyncd.io/url", "http://shop")
+	for range 2 {
+		h.sync()
+	}
+	url := func() any {
+		st, _, _ := unstructured.NestedMap(h.mustGet(fixture.WebApps, ns, "shop").Object, "status")
+		return st["url"]
+	}
+	if got := url(); got != "http://shop" {
+		t.Fatalf("status.url after converging = %v, want http://shop", got)
+	}
+	h.mergePatch(fixture.WebApps, ns, "shop", map[string]any{"metadata": map[string]any{"annotations": map[string]any{"example.resyncd.io/url": nil}}})
+	if rep := h.sync(); rep.Statuses != 1 {
+		t.Errorf("statuses written = %d after the annotation went, want 1", rep.Statuses)
+	}
+	if got := url(); got != nil {
+		t.Errorf("status.url after the annotation went = %v, want none", got)
+	}
+	h.log.reset()
+	if rep := h.sync(); rep.Writes() != 0 {
+		t.Errorf("the pass after made %d writes: %v", rep.Writes(), writes(h.log.reset()))
+	}
+}
+
+// TestGraphStatusEvaluationFails: a status expression that fails (a
+// division by zero) stalls the parent with EvaluationFailed, rather than
+// being dropped unseen.
+func TestGraphStatusEvaluationFails(t *testing.T) {
+	ns := "graph-status-fails"
+	h := graphHarness(t, ns, "../testdata/graphs/divides.yaml")
+	h.createWebApp(ns, "shop", map[string]any{"image": "nginx", "config": []any{map[string]any{"name": "first", "value": "a"}}})
+	for range 2 {
+		h.sync()
+	}
+	s := condition(t, h.mustGet(fixture.WebApps, ns, "shop"), "Stalled")
+	if s["status"] != "True" || s["reason"] != "EvaluationFailed" || !strings.Contains(str(s["message"]), "division by zero") {
+		t.Errorf("Stalled = %v, want True/EvaluationFailed naming the division by zero", s)
+	}
+}

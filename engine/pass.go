@@ -55,10 +55,11 @@ const (
 	reasonOrphaned = "orphaned"
 )
 
-// fightPasses is how many passes in a row must find a child changed, each
-// after resyncd's repair in the pass before succeeded, before resyncd says,
-// once, that another writer keeps changing it. A repair the server refused
-// proves no other writer.
+// fightPasses is how many passes in a row must find a child changed before
+// resyncd says, once, that another writer keeps changing it: the first
+// finds the drift, and each of the fightPasses-1 after it finds the child
+// changed again although resyncd's repair in the pass before succeeded. A
+// repair the server refused proves no other writer.
 const fightPasses = 3
 
 // Child states, the values of the state label of resyncd_managed_objects.
@@ -112,6 +113,9 @@ type job struct {
 	waiting  []desired.Waiting
 	failure  *desired.Failure
 	taken    []string       // why each child whose name is someone else's is not written
+	// statusFields are the top-level status fields resyncd's field manager
+	// owns on the parent: one the status no longer has must be removed.
+	statusFields []string
 	held     []desired.Held // children with resyncd.io/reconcile: disabled
 	withheld string
 	since    time.Time // first sighting of its oldest drift
@@ -269,14 +273,16 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 		if !rs.selector.Matches(labels.Set(p.GetLabels())) {
 			return nil
 		}
-		p.SetManagedFields(nil) // not needed; the largest part of a small object
 		rep.Parents++
 		mine := slices.Concat(byController[p.GetUID()], byName[p.GetNamespace()+"/"+p.GetName()])
 		if e.stillIdle(rs, p, children, mine, claimed, rep) {
 			return nil
 		}
+		statusFields := ownedStatusFields(p, e.cfg.FieldManager)
+		p.SetManagedFields(nil) // not needed any more; the largest part of a small object
 		sort.Slice(mine, func(a, b int) bool { return mine[a].key.less(mine[b].key) })
 		j := e.planParent(rs, p, children, mine, claimed, seenDrift, now, rep)
+		j.statusFields = statusFields
 		if j.failure == nil {
 			// Children it no longer renders, for example the
 			// HorizontalPodAutoscaler after autoscaling is switched off;
@@ -396,7 +402,7 @@ func (e *Engine) idle(rs *resourceState, j *job) bool {
 		return false // writeStatus reports it
 	}
 	old, _ := j.parent.Object["status"].(map[string]any)
-	return sameOn(st, old)
+	return sameOn(st, old, j.statusFields)
 }
 
 // waits says whether a child of k's kind waits for another: then no child

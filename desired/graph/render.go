@@ -162,7 +162,7 @@ func (ev *evaluation) fill(s *slot) (any, string, error) {
 		}
 		v, err := ev.eval(p.expr)
 		if err != nil {
-			if dep := ev.dependency(p.expr); dep != "" && !errors.Is(err, errCostExceeded) {
+			if dep := ev.dependency(p.expr); dep != "" && missingData(err) {
 				return fmt.Sprintf("${%s}: %v", p.expr.src, err), dep, nil
 			}
 			return nil, "", ev.invalid(p.expr, err)
@@ -181,6 +181,23 @@ func (ev *evaluation) fill(s *slot) (any, string, error) {
 		b.WriteString(t)
 	}
 	return b.String(), "", nil
+}
+
+// missingData says whether err is CEL's answer to data that is not there
+// (yet): a map key, a field or attribute, a list index. Only those make a
+// resource wait for another; any other error (a division by zero, a
+// failed conversion) is the graph's or the parent's, and stalls the parent.
+func missingData(err error) bool {
+	if errors.Is(err, errCostExceeded) {
+		return false
+	}
+	msg := err.Error()
+	for _, m := range []string{"no such key", "no such field", "no such attribute", "out of range in list"} {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // dependency is the first resource e refers to, other than the parent.
@@ -218,8 +235,16 @@ func (ev *evaluation) absent(id string) string {
 // invalid makes an evaluation error the parent's: it is Stalled with it.
 func (ev *evaluation) invalid(e *expr, err error) error {
 	if errors.Is(err, errCostExceeded) {
-		return &desired.InvalidError{Reason: ReasonCostExceeded, Field: e.where, Message: fmt.Sprintf(
-			"evaluating this parent's graph stopped at ${%s}: it would cost more than the budget of %d (cel.costBudget); %d spent", e.src, ev.meter.budget, ev.meter.spent)}
+		m := ev.meter
+		msg := fmt.Sprintf("evaluating this parent's graph stopped at ${%s}: the budget is %d (cel.costBudget); the expressions before it spent %d",
+			e.src, m.budget, m.before)
+		if m.limit == 0 {
+			msg += fmt.Sprintf(", which leaves too little for it to run (at least %d)", minLimit)
+		} else {
+			msg += fmt.Sprintf(", and it was stopped after %d more: its cost limits halve from the budget down, and that is the largest within the %d left",
+				m.limit, m.budget-m.before)
+		}
+		return &desired.InvalidError{Reason: ReasonCostExceeded, Field: e.where, Message: msg}
 	}
 	return &desired.InvalidError{Reason: "EvaluationFailed", Field: e.where, Message: fmt.Sprintf("${%s}: %v", e.src, err)}
 }
@@ -234,6 +259,10 @@ func (ev *evaluation) eval(e *expr) (ref.Val, error) {
 // evaluation as a whole never costs more than the budget.
 type meter struct {
 	budget, spent uint64
+	// before and limit describe the expression that exceeded the budget:
+	// what was spent before it, and the cost limit it ran under (0 when
+	// none fitted in what was left).
+	before, limit uint64
 }
 
 func (m *meter) eval(e *expr, vars map[string]any) (ref.Val, error) {
@@ -244,6 +273,7 @@ func (m *meter) eval(e *expr, vars map[string]any) (ref.Val, error) {
 	}
 	limit := e.programs[i].limit
 	if limit > left {
+		m.before, m.limit = m.spent, 0
 		return nil, errCostExceeded
 	}
 	prg, err := e.programs[i].get()
@@ -258,6 +288,7 @@ func (m *meter) eval(e *expr, vars map[string]any) (ref.Val, error) {
 	}
 	var cancelled interpreter.EvalCancelledError
 	if errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded {
+		m.before, m.limit = m.budget-left, limit
 		m.spent = max(m.spent, m.budget-left+limit)
 		return nil, errCostExceeded
 	}

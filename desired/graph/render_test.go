@@ -147,9 +147,59 @@ func TestCostBudget(t *testing.T) {
 	if !errors.As(err, &ie) || ie.Reason != ReasonCostExceeded {
 		t.Fatalf("got %v, want CostExceeded", err)
 	}
+	// The message adds up: what was spent before, what the expression could
+	// spend of what was left.
+	var budget, before, limit, left uint64
+	if _, err := fmt.Sscanf(ie.Message[strings.Index(ie.Message, "the budget is"):],
+		"the budget is %d (cel.costBudget); the expressions before it spent %d, and it was stopped after %d more: its cost limits halve from the budget down, and that is the largest within the %d left",
+		&budget, &before, &limit, &left); err != nil || budget != r.budget || before+left != budget || limit > left {
+		t.Errorf("message %q: budget %d, before %d, limit %d, left %d (%v)", ie.Message, budget, before, limit, left, err)
+	}
 	ev := r.evaluation(bomb, nil)
 	_, err = ev.resolve(r.resources[0], true)
 	if err == nil || ev.meter.spent > r.budget || ev.meter.spent < r.budget/2 {
 		t.Errorf("spent %d of a budget of %d (%v): want the budget spent and no more", ev.meter.spent, r.budget, err)
+	}
+}
+
+// TestEvaluationErrorsStall: only data not there yet makes a resource
+// wait — a live child missing, or a key of it; an expression that fails
+// otherwise (a division by zero) is EvaluationFailed, in the children and
+// in the status, where the field is left out and the failure reported.
+func TestEvaluationErrorsStall(t *testing.T) {
+	r := load(t, "../../testdata/graphs/divides.yaml", Options{})
+	parent := webApp(t, `{"image": "nginx", "config": []}`)
+	base := func(data map[string]any) desired.Child {
+		return desired.Child{Kind: "ConfigMap", Name: "shop-base", Object: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "shop-base"}, "data": data}}
+	}
+
+	g, err := r.Render(parent, nil)
+	if err != nil || len(g.Waiting) != 1 || g.Waiting[0].Reason != "WaitingForBase" {
+		t.Errorf("no live base: waiting %v, err %v; want WaitingForBase", g.Waiting, err)
+	}
+	g, err = r.Render(parent, []desired.Child{base(map[string]any{"x": "1", "y": "2"})})
+	if err != nil || len(g.Waiting) != 1 || !strings.Contains(g.Waiting[0].Message, "no such key") {
+		t.Errorf("base without the key first: waiting %v, err %v; want waiting for the key", g.Waiting, err)
+	}
+	_, err = r.Render(parent, []desired.Child{base(map[string]any{"first": "a"})})
+	var ie *desired.InvalidError
+	if !errors.As(err, &ie) || ie.Reason != "EvaluationFailed" || !strings.Contains(ie.Message, "division by zero") {
+		t.Errorf("base of one entry: err %v, want EvaluationFailed with the division by zero", err)
+	}
+
+	st, err := r.Status(parent, desired.Observation{Children: []desired.Child{base(map[string]any{"first": "a", "y": "b"})}})
+	if err != nil || st.Failure != nil {
+		t.Fatalf("status with a base of two entries: failure %v, err %v", st.Failure, err)
+	}
+	if diff := cmp.Diff(map[string]any{"configMap": "100", "url": "a"}, st.Fields); diff != "" {
+		t.Errorf("fields (-want +got):\n%s", diff)
+	}
+	st, _ = r.Status(parent, desired.Observation{Children: []desired.Child{base(map[string]any{"first": "a"})}})
+	if st.Failure == nil || st.Failure.Reason != "EvaluationFailed" || !strings.Contains(st.Failure.Message, "division by zero") {
+		t.Errorf("status with a base of one entry: failure %v, want EvaluationFailed", st.Failure)
+	}
+	if _, ok := st.Fields["configMap"]; ok {
+		t.Errorf("fields %v keep configMap, which failed", st.Fields)
 	}
 }

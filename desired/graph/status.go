@@ -14,7 +14,8 @@ import (
 
 // Status implements desired.Renderer: the graph's status fields, each
 // evaluated against the parent and its live children (a field whose
-// expression cannot be evaluated yet is left out), and readiness: every
+// expression needs data not there yet is left out; one whose expression
+// fails is left out and reported as the status's Failure), and readiness: every
 // included resource exists and is ready by its readyWhen or, without one,
 // by kstatus's rules.
 func (r *Renderer) Status(parent *unstructured.Unstructured, obs desired.Observation) (desired.Status, error) {
@@ -29,10 +30,21 @@ func (r *Renderer) Status(parent *unstructured.Unstructured, obs desired.Observa
 		}
 	}
 	fields := map[string]any{}
+	var failure *desired.Failure
 	if r.status != nil {
 		fields = runtime.DeepCopyJSONValue(r.status.value).(map[string]any)
 		for _, s := range r.status.slots {
 			v, dep, err := ev.fill(s)
+			if err != nil && failure == nil {
+				// Not data still to come: an expression that fails. The field
+				// is left out, and the parent says why.
+				var ie *desired.InvalidError
+				if errors.As(err, &ie) {
+					failure = &desired.Failure{Reason: ie.Reason, Message: ie.Error()}
+				} else {
+					failure = &desired.Failure{Reason: "EvaluationFailed", Message: err.Error()}
+				}
+			}
 			if err != nil || dep != "" {
 				v = omit{}
 			}
@@ -40,7 +52,7 @@ func (r *Renderer) Status(parent *unstructured.Unstructured, obs desired.Observa
 		}
 		fields = dropOmitted(fields).(map[string]any)
 	}
-	return desired.Status{Fields: fields, Readiness: ev.readiness(obs)}, nil
+	return desired.Status{Fields: fields, Readiness: ev.readiness(obs), Failure: failure}, nil
 }
 
 // previous is what the parent's status shows of the graph's fields.
