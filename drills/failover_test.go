@@ -77,17 +77,28 @@ func (p *process) await(t *testing.T, s string, timeout time.Duration) time.Time
 	return time.Time{}
 }
 
-// auditedWrites returns, per user, the times the API server received the
-// successful writes it recorded in namespace, of the given resources (none:
-// all it records).
-func auditedWrites(t *testing.T, namespace string, resources ...string) map[string][]time.Time {
+// write is one successful write the API server recorded in its audit log.
+type write struct {
+	// User is who made it.
+	User string
+	// Resource is what it wrote ("httpservices" for a status write) and
+	// Name the object's name.
+	Resource, Name string
+	// Received and Completed are when the API server received the request
+	// and when it had answered it.
+	Received, Completed time.Time
+}
+
+// auditedEvents returns the successful writes the API server recorded in
+// namespace, in the order it recorded their answers.
+func auditedEvents(t *testing.T, namespace string) []write {
 	t.Helper()
 	f, err := os.Open(auditLog)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	out := map[string][]time.Time{}
+	var out []write
 	dec := json.NewDecoder(f)
 	for {
 		var ev struct {
@@ -96,22 +107,38 @@ func auditedWrites(t *testing.T, namespace string, resources ...string) map[stri
 			ObjectRef struct {
 				Namespace string `json:"namespace"`
 				Resource  string `json:"resource"`
+				Name      string `json:"name"`
 			} `json:"objectRef"`
 			ResponseStatus struct {
 				Code int `json:"code"`
 			} `json:"responseStatus"`
-			Received metav1.MicroTime `json:"requestReceivedTimestamp"`
+			Received  metav1.MicroTime `json:"requestReceivedTimestamp"`
+			Completed metav1.MicroTime `json:"stageTimestamp"`
 		}
 		if err := dec.Decode(&ev); err == io.EOF {
 			return out
 		} else if err != nil {
 			t.Fatalf("audit log: %v", err)
 		}
-		if ev.Stage == "ResponseComplete" && ev.ObjectRef.Namespace == namespace && ev.ResponseStatus.Code < 300 &&
-			(len(resources) == 0 || slices.Contains(resources, ev.ObjectRef.Resource)) {
-			out[ev.User.Username] = append(out[ev.User.Username], ev.Received.Time)
+		if ev.Stage == "ResponseComplete" && ev.ObjectRef.Namespace == namespace && ev.ResponseStatus.Code < 300 {
+			out = append(out, write{User: ev.User.Username, Resource: ev.ObjectRef.Resource, Name: ev.ObjectRef.Name,
+				Received: ev.Received.Time, Completed: ev.Completed.Time})
 		}
 	}
+}
+
+// auditedWrites returns, per user, the times the API server received the
+// successful writes it recorded in namespace, of the given resources (none:
+// all it records).
+func auditedWrites(t *testing.T, namespace string, resources ...string) map[string][]time.Time {
+	t.Helper()
+	out := map[string][]time.Time{}
+	for _, w := range auditedEvents(t, namespace) {
+		if len(resources) == 0 || slices.Contains(resources, w.Resource) {
+			out[w.User] = append(out[w.User], w.Received)
+		}
+	}
+	return out
 }
 
 // TestLeaderFailover: two resyncd processes with leader election; kill -9

@@ -45,8 +45,9 @@ func newRunCommand(g *globals) *cobra.Command {
 		Short: "Run passes on each resource's interval until SIGINT or SIGTERM",
 		Long: "run serves /metrics, /healthz and /readyz, takes part in leader election when it is\n" +
 			"enabled, and runs a pass over each watched resource every interval. SIGUSR1 starts a pass\n" +
-			"of every resource now (the leader's; a follower ignores it). SIGTERM lets the batch of\n" +
-			"writes in flight finish; a second signal exits at once.",
+			"of every resource now (the leader's; a follower ignores it). SIGTERM lets the\n" +
+			"batch of writes in flight finish, releases the Lease if it leads, and exits 0; a second\n" +
+			"signal exits at once.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDaemon(cmd.Context(), g) },
 	}
@@ -140,26 +141,30 @@ func (d *daemon) lead(ctx context.Context) error {
 		Client:     d.home.kube.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 	}
-	var passErr error
-	lost := make(chan struct{})
+	t := newTerm(ctx)
+	defer func() { t.stop(); t.end() }()
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   le.LeaseDuration,
-		RenewDeadline:   le.RenewDeadline,
-		RetryPeriod:     le.RetryPeriod,
+		Lock:          lock,
+		LeaseDuration: le.LeaseDuration,
+		RenewDeadline: le.RenewDeadline,
+		RetryPeriod:   le.RetryPeriod,
+		// The elector releases the Lease when its context ends, which the
+		// term ends only once the passes have returned: the batch in
+		// flight is written before another replica may take the Lease.
 		ReleaseOnCancel: true,
 		Name:            le.LeaseName,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
-				d.log.Info("Leading", zap.String("identity", id))
-				d.metrics.SetLeader(true)
-				d.health.setLeading(true)
-				passErr = d.passes(ctx)
+			OnStartedLeading: func(leading context.Context) {
+				t.lead(leading, func(ctx context.Context) error {
+					d.log.Info("Leading", zap.String("identity", id))
+					d.metrics.SetLeader(true)
+					d.health.setLeading(true)
+					return d.passes(ctx)
+				})
 			},
 			OnStoppedLeading: func() {
 				d.metrics.SetLeader(false)
 				d.health.setLeading(false)
-				close(lost)
 			},
 			OnNewLeader: func(leader string) {
 				if leader != id {
@@ -171,17 +176,97 @@ func (d *daemon) lead(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("leaderElection: %w", err)
 	}
-	elector.Run(ctx)
-	select {
-	case <-lost:
-		if ctx.Err() == nil {
-			// Another replica may be writing already: stop at once and let
-			// the kubelet restart this one as a follower.
-			return errors.New("lost the leader lease")
+	elector.Run(t.ctx)
+	return t.result()
+}
+
+// errLeaseLost is lead's error when the Lease was lost while this
+// replica led: another replica may be writing already.
+var errLeaseLost = errors.New("lost the leader lease")
+
+// term is one replica's time in leader election: the elector runs under
+// ctx, which ends when shutdown comes while the replica follows, and
+// otherwise only once the passes it led have returned.
+type term struct {
+	shutdown context.Context
+	ctx      context.Context
+	end      context.CancelFunc
+	stop     func() bool
+
+	mu      sync.Mutex
+	started bool          // the passes have started
+	over    bool          // the elector has returned: lead no more
+	done    chan struct{} // closed once the passes have returned
+	err     error         // what the passes returned, once done
+}
+
+// newTerm returns the term of a replica that shuts down when shutdown
+// ends.
+func newTerm(shutdown context.Context) *term {
+	// Not a child of shutdown: the elector's context must outlive it while
+	// the batch in flight is written.
+	ctx, end := context.WithCancel(context.WithoutCancel(shutdown))
+	t := &term{shutdown: shutdown, ctx: ctx, end: end, done: make(chan struct{})}
+	t.stop = context.AfterFunc(shutdown, func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if !t.started {
+			t.end()
 		}
-	default:
+	})
+	return t
+}
+
+// lead runs passes while this replica leads: until shutdown, or until
+// leading ends, which it does when the Lease is lost. Then it ends the
+// term, which releases the Lease.
+func (t *term) lead(leading context.Context, passes func(context.Context) error) {
+	t.mu.Lock()
+	if t.over || t.shutdown.Err() != nil {
+		t.mu.Unlock()
+		t.end()
+		return
 	}
-	return passErr
+	t.started = true
+	t.mu.Unlock()
+	ctx, cancel := context.WithCancel(leading)
+	defer cancel()
+	stop := context.AfterFunc(t.shutdown, cancel)
+	defer stop()
+	err := passes(ctx)
+	// Passes that return early (no resource to watch) keep the Lease, so
+	// that the replicas do not pass it round.
+	<-ctx.Done()
+	t.mu.Lock()
+	t.err = err
+	t.mu.Unlock()
+	close(t.done)
+	t.end()
+}
+
+// result is lead's answer once the elector has returned. The elector
+// returns when the term ends, which it does only on shutdown, or when the
+// Lease is lost: then, or when the passes finishing after a shutdown
+// have not returned yet, it is errLeaseLost, at once: another replica
+// may be writing already, so the process exits and the kubelet restarts
+// it as a follower. Otherwise it is what the passes returned.
+func (t *term) result() error {
+	t.stop()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.over = true
+	if t.shutdown.Err() == nil {
+		return errLeaseLost
+	}
+	if !t.started {
+		return t.shutdown.Err()
+	}
+	select {
+	case <-t.done:
+		return t.err
+	default:
+		return errLeaseLost
+	}
 }
 
 // checkLease makes sure, with a dry-run create, that the Lease can be made
