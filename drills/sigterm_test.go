@@ -51,7 +51,7 @@ func halfWritten(writes []write, user string) []string {
 	return half
 }
 
-// TestStopSignalDuringALargeBatch: SIGTERM while resyncd writes
+// TestStopSignalDuringALargeBatch: SIGTERM, or SIGHUP, while resyncd writes
 // the children of 500 new parents. The batch in flight finishes (the API
 // server's audit log shows no parent with only some of its writes made),
 // the process exits 0 within 10 s, and the next pass repairs everything
@@ -61,7 +61,7 @@ func TestStopSignalDuringALargeBatch(t *testing.T) {
 	for _, sig := range []struct {
 		name string
 		sig  syscall.Signal
-	}{{"SIGTERM", syscall.SIGTERM}} {
+	}{{"SIGTERM", syscall.SIGTERM}, {"SIGHUP", syscall.SIGHUP}} {
 		t.Run(sig.name, func(t *testing.T) { stopDuringALargeBatch(t, bin, strings.ToLower(sig.name), sig.sig) })
 	}
 }

@@ -33,12 +33,15 @@ func main() {
 	os.Exit(code)
 }
 
-// signalContext is cancelled by the first SIGINT or SIGTERM, so that the
-// batch in flight can finish; a second signal exits at once.
+// signalContext is cancelled by the first SIGINT, SIGTERM or SIGHUP, so
+// that the batch in flight can finish; a second signal exits at once.
+// SIGHUP stops like SIGTERM rather than reloading: its default action
+// would kill the process between the writes of a parent, and a changed
+// configuration is read by a restart.
 func signalContext() (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
 		<-ch
 		cancel()

@@ -42,12 +42,12 @@ const shutdownTimeout = 5 * time.Second
 func newRunCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run",
-		Short: "Run passes on each resource's interval until SIGINT or SIGTERM",
+		Short: "Run passes on each resource's interval until SIGINT, SIGTERM or SIGHUP",
 		Long: "run serves /metrics, /healthz and /readyz, takes part in leader election when it is\n" +
 			"enabled, and runs a pass over each watched resource every interval. SIGUSR1 starts a pass\n" +
-			"of every resource now (the leader's; a follower ignores it). SIGTERM lets the\n" +
-			"batch of writes in flight finish, releases the Lease if it leads, and exits 0; a second\n" +
-			"signal exits at once.",
+			"of every resource now (the leader's; a follower ignores it). SIGTERM, SIGINT or SIGHUP\n" +
+			"lets the batch of writes in flight finish, releases the Lease if it leads, and exits 0;\n" +
+			"a second signal exits at once.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDaemon(cmd.Context(), g) },
 	}
