@@ -244,12 +244,12 @@ func (t *term) lead(leading context.Context, passes func(context.Context) error)
 	t.end()
 }
 
-// result is lead's answer once the elector has returned. The elector
-// returns when the term ends, which it does only on shutdown, or when the
-// Lease is lost: then, or when the passes finishing after a shutdown
-// have not returned yet, it is errLeaseLost, at once: another replica
-// may be writing already, so the process exits and the kubelet restarts
-// it as a follower. Otherwise it is what the passes returned.
+// result is lead's answer once the elector has returned, which it does
+// when the term ends (on shutdown) or when the Lease is lost. A lost
+// Lease, also one lost while the passes finish after a shutdown, is
+// errLeaseLost at once: another replica may be writing already, so the
+// process exits and the kubelet restarts it as a follower. Otherwise it
+// is what the passes returned.
 func (t *term) result() error {
 	t.stop()
 	t.mu.Lock()
