@@ -109,18 +109,18 @@ type job struct {
 	children []*liveChild // live children, for the status
 	// inputs are the live children the parent was rendered with; waiting
 	// the children its renderer left waiting for others.
-	inputs   []desired.Child
-	waiting  []desired.Waiting
-	failure  *desired.Failure
-	taken    []string       // why each child whose name is someone else's is not written
+	inputs  []desired.Child
+	waiting []desired.Waiting
+	failure *desired.Failure
+	taken   []string // why each child whose name is someone else's is not written
 	// statusFields are the top-level status fields resyncd's field manager
 	// owns on the parent: one the status no longer has must be removed.
 	statusFields []string
-	held     []desired.Held // children with resyncd.io/reconcile: disabled
-	withheld string
-	since    time.Time // first sighting of its oldest drift
-	pending  int
-	applied  bool
+	held         []desired.Held // children with resyncd.io/reconcile: disabled
+	withheld     string
+	since        time.Time // first sighting of its oldest drift
+	pending      int
+	applied      bool
 }
 
 func (j *job) class() int {
