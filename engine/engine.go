@@ -46,6 +46,10 @@ type Engine struct {
 	// probe asks the API server whether it answers at all, for a resource
 	// whose passes fail; nil: never asked.
 	probe func(context.Context) error
+	// ready asks the API server whether it is ready (/readyz): while it is
+	// not, its authorizer may still be loading RBAC and refuse what it
+	// will allow seconds later. nil: taken as ready.
+	ready func(context.Context) error
 	// failingMu guards failing, the resources whose last pass failed.
 	failingMu sync.Mutex
 	failing   map[*resourceState]bool
@@ -240,6 +244,7 @@ func New(cfg Settings, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.probe = func(ctx context.Context) error { return disc.RESTClient().Get().AbsPath("/version").Do(ctx).Error() }
+	e.ready = func(ctx context.Context) error { return disc.RESTClient().Get().AbsPath("/readyz").Do(ctx).Error() }
 	return e, nil
 }
 

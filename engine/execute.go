@@ -47,6 +47,42 @@ type run struct {
 	// scheduler's lock guards the three.
 	started, waiting int
 	dropped          []*job
+	// cameBack says the resource's last pass failed: the API server may
+	// have just come back. warming caches, once a pass, whether a 403 may
+	// be the server's warm-up rather than a refusal (warmingUp).
+	cameBack bool
+	warmOnce sync.Once
+	warming  bool
+}
+
+// warmingUp says whether the API server may still be warming up: the
+// pass before failed (the server was away, or restarting), or the server
+// says it is not ready. Until the RBAC authorizer has loaded the roles
+// and bindings, it refuses requests it allows moments later; such a 403
+// is transient, not a reason to stall a parent.
+func (r *run) warmingUp() bool {
+	r.warmOnce.Do(func() {
+		if r.cameBack {
+			r.warming = true
+			return
+		}
+		if r.e.ready != nil {
+			ctx, cancel := context.WithTimeout(r.inFlight, 5*time.Second)
+			defer cancel()
+			// Where /readyz itself is refused (a cluster without the
+			// default public-info-viewer binding), readiness is unknown and
+			// a 403 counts as it always does.
+			err := r.e.ready(ctx)
+			r.warming = err != nil && !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err)
+		}
+	})
+	return r.warming
+}
+
+// transient says whether err, met by a write of this pass, may pass: as
+// isTransient says, or a 403 while the server warms up.
+func (r *run) transient(err error) bool {
+	return isTransient(err) || (apierrors.IsForbidden(err) && r.warmingUp())
 }
 
 // execute makes the pass's writes through the engine's scheduler, with
@@ -54,7 +90,10 @@ type run struct {
 // of about apply.batchSize writes: once ctx ends, no new batch starts, and
 // the batch in flight finishes, so no parent is left half-written.
 func (e *Engine) execute(ctx context.Context, rs *resourceState, jobs []*job, rep *ResourceReport) error {
-	r := &run{e: e, rs: rs, rep: rep, ctx: ctx}
+	e.failingMu.Lock()
+	cameBack := e.failing[rs]
+	e.failingMu.Unlock()
+	r := &run{e: e, rs: rs, rep: rep, ctx: ctx, cameBack: cameBack}
 	// The batch in flight outlives a stop, not the pass's deadline.
 	r.inFlight = context.WithoutCancel(ctx)
 	if deadline, ok := ctx.Deadline(); ok {
@@ -247,7 +286,7 @@ func (e *Engine) settle(r *run, j *job, o *op, result *unstructured.Unstructured
 		return "success"
 	}
 	j.pending++
-	transient := isTransient(err)
+	transient := r.transient(err)
 	r.add(func(rep *ResourceReport) {
 		rep.Failed++
 		if transient {
@@ -337,16 +376,19 @@ func (e *Engine) writeStatus(ctx context.Context, r *run, j *job) {
 		outcome = "noop"
 	default:
 		outcome = "error"
+		transient := r.transient(err)
 		r.add(func(rep *ResourceReport) {
 			rep.Failed++
-			if isTransient(err) {
+			if transient {
 				rep.Transient++
 			}
 		})
 		if r.mayLog() {
 			e.log.Warn("Status write failed", zap.String("parent", objectID(j.parent)), zap.Error(err))
 		}
-		e.announceStalled(r.rs, j.parent, obs.Failure)
+		if !transient {
+			e.announceStalled(r.rs, j.parent, obs.Failure)
+		}
 	}
 	if m := e.metrics; m != nil {
 		m.applies.WithLabelValues(r.rs.cluster, r.rs.name, j.parent.GetKind(), string(OpStatus), outcome).Inc()

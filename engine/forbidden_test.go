@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -143,5 +144,56 @@ func TestRefusedWriteIsNoFight(t *testing.T) {
 		if strings.HasSuffix(k, "/DriftRecurring") {
 			t.Errorf("DriftRecurring recorded for refused repairs: %v", got)
 		}
+	}
+}
+
+// TestForbiddenWhileServerWarmsUp: a 403 while the API server says it is
+// not ready, or in the pass after one that failed (the server just came
+// back), is the RBAC authorizer warming up: transient, the parent not
+// Stalled, no Event. Once the server is ready and answered the pass
+// before, the same 403 is a refusal: Stalled/Forbidden.
+func TestForbiddenWhileServerWarmsUp(t *testing.T) {
+	ns := "warming"
+	h := newHarness(t, testConfig(ns))
+	h.namespace(ns)
+	h.recordEvents()
+	h.createParent(ns, "web", map[string]any{"image": "nginx:1", "port": int64(8080)})
+	h.sync()
+	const user = "resyncd-warming"
+	h.grant(ns, user, fixture.Rules("deployments"))
+	h.waitRBAC(ns, user, "deployments")
+	h.impersonate(user)
+	h.recordEvents()
+	forceApply(t, h, "someone", ns, "web", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"warming"},
+		"spec":{"template":{"spec":{"containers":[{"name":"app","image":"nginx:2"}]}}}}`)
+
+	for _, tc := range []struct {
+		name   string
+		warmUp func(e *Engine)
+	}{
+		{"readyz refuses", func(e *Engine) { e.ready = func(context.Context) error { return errors.New("[-]poststarthook/rbac/bootstrap-roles failed") } }},
+		{"the pass before failed", func(e *Engine) { e.failing[e.resources[0]] = true }}, // what a failed pass leaves
+	} {
+		ready := h.engine.ready
+		tc.warmUp(h.engine)
+		rep := h.sync()
+		h.engine.ready = ready
+		if rep.Failed != 1 || rep.Transient != 1 || rep.Stalled != 0 {
+			t.Errorf("%s: failed %d, transient %d, stalled %d; want 1, 1, 0", tc.name, rep.Failed, rep.Transient, rep.Stalled)
+		}
+		if s := condition(t, h.mustGet(httpServices, ns, "web"), desired.ConditionStalled); s["status"] == "True" {
+			t.Errorf("%s: Stalled = %v during the warm-up", tc.name, s)
+		}
+	}
+	rep := h.sync()
+	if rep.Failed != 1 || rep.Transient != 0 || rep.Stalled != 1 {
+		t.Errorf("server ready: failed %d, transient %d, stalled %d; want 1, 0, 1", rep.Failed, rep.Transient, rep.Stalled)
+	}
+	if s := condition(t, h.mustGet(httpServices, ns, "web"), desired.ConditionStalled); s["status"] != "True" || s["reason"] != "Forbidden" {
+		t.Errorf("Stalled = %v once the server is ready, want True/Forbidden", s)
+	}
+	want := map[string]int{"web/Forbidden": 1}
+	if got := fixture.WarningEvents(t, h.cs, ns, "", want); got["web/Forbidden"] != 1 {
+		t.Errorf("Warning Events %v, want one Forbidden, after the warm-up", got)
 	}
 }
