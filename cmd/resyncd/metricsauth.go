@@ -9,12 +9,15 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"maps"
 	"math/big"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,18 +35,38 @@ const (
 	maxVerdicts       = 1024
 )
 
+// Bounds of the reviews asked of the API server for tokens the guard has
+// no verdict for: a scraper's token is reviewed once a minute, so a few a
+// second serve many scrapers, and a flood of made-up tokens costs the API
+// server at most that, and evicts no scraper's verdict.
+const (
+	reviewsPerSecond = 5
+	reviewBurst      = 20
+)
+
+// The identities of a request the API server lets in without credentials:
+// they never read /metrics through the guard, whatever RBAC grants them.
+const (
+	anonymousUser        = "system:anonymous"
+	unauthenticatedGroup = "system:unauthenticated"
+)
+
 // metricsGuard lets a request through to next only with a bearer token
-// that the API server authenticates (TokenReview) and allows to get the
-// path (SubjectAccessReview on a non-resource URL): 401 without a valid
-// token, 403 without the permission. This is what kubebuilder-scaffolded
-// operators get from controller-runtime's metrics filter; that filter
-// links k8s.io/apiserver into the binary, so the same two reviews are made
-// here with client-go. Verdicts are kept (an allowed one a minute), so a
-// scrape every 30 s costs the API server two reviews a minute at most.
+// that the API server authenticates (TokenReview) as someone other than
+// the anonymous user and allows to get the path (SubjectAccessReview on a
+// non-resource URL): 401 without a valid token, 403 without the
+// permission, 429 when too many unknown tokens came at once. This is what
+// kubebuilder-scaffolded operators get from controller-runtime's metrics
+// filter; that filter links k8s.io/apiserver into the binary, so the same
+// two reviews are made here with client-go. Verdicts are kept (an allowed
+// one a minute), so a scrape every 30 s costs the API server two reviews a
+// minute at most.
 type metricsGuard struct {
 	kube kubernetes.Interface
 	next http.Handler
 	now  func() time.Time
+	// reviews bounds the reviews of tokens with no verdict kept.
+	reviews *rate.Limiter
 
 	mu       sync.Mutex
 	verdicts map[[sha256.Size]byte]verdict
@@ -56,12 +79,13 @@ type verdict struct {
 }
 
 func newMetricsGuard(kube kubernetes.Interface, next http.Handler) *metricsGuard {
-	return &metricsGuard{kube: kube, next: next, now: time.Now, verdicts: map[[sha256.Size]byte]verdict{}}
+	return &metricsGuard{kube: kube, next: next, now: time.Now, reviews: rate.NewLimiter(reviewsPerSecond, reviewBurst),
+		verdicts: map[[sha256.Size]byte]verdict{}}
 }
 
 func (g *metricsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || token == "" {
+	token, ok := bearerToken(r.Header.Get("Authorization"))
+	if !ok {
 		http.Error(w, "Unauthorized: a bearer token is required", http.StatusUnauthorized)
 		return
 	}
@@ -69,6 +93,9 @@ func (g *metricsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err != nil:
 		http.Error(w, "Cannot check the token with the API server: "+err.Error(), http.StatusServiceUnavailable)
+	case code == http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "Too many requests with unknown tokens: retry later", code)
 	case code == http.StatusUnauthorized:
 		http.Error(w, "Unauthorized", code)
 	case code == http.StatusForbidden:
@@ -78,7 +105,23 @@ func (g *metricsGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// judge returns 200, 401 or 403 for token asking verb on path.
+// bearerToken returns the token of an Authorization header value of the
+// Bearer scheme, whose name is read in any case (RFC 9110), with the space
+// around the value and between scheme and token trimmed.
+func bearerToken(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	if token == "" || strings.ContainsAny(token, " \t") {
+		return "", false
+	}
+	return token, true
+}
+
+// judge returns 200, 401 or 403 for token asking verb on path, or 429
+// when the token has no verdict kept and reviews are over their bound.
 func (g *metricsGuard) judge(ctx context.Context, token, path, verb string) (int, error) {
 	key := sha256.Sum256([]byte(verb + " " + path + " " + token))
 	g.mu.Lock()
@@ -87,21 +130,47 @@ func (g *metricsGuard) judge(ctx context.Context, token, path, verb string) (int
 	if ok && g.now().Before(v.expires) {
 		return v.code, nil
 	}
+	if !g.reviews.AllowN(g.now(), 1) {
+		return http.StatusTooManyRequests, nil
+	}
 	code, err := g.review(ctx, token, path, verb)
 	if err != nil {
 		return 0, err
-	}
-	g.mu.Lock()
-	if len(g.verdicts) >= maxVerdicts {
-		clear(g.verdicts)
 	}
 	ttl := verdictTTL
 	if code != http.StatusOK {
 		ttl = refusedVerdictTTL
 	}
-	g.verdicts[key] = verdict{code: code, expires: g.now().Add(ttl)}
-	g.mu.Unlock()
+	g.keep(key, verdict{code: code, expires: g.now().Add(ttl)})
 	return code, nil
+}
+
+// keep remembers v; when the memory is full, expired verdicts are dropped,
+// and then those closest to expiring (refused ones before allowed ones),
+// so that a flood of new tokens does not evict a scraper's verdict.
+func (g *metricsGuard) keep(key [sha256.Size]byte, v verdict) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.verdicts[key]; !ok && len(g.verdicts) >= maxVerdicts {
+		now := g.now()
+		maps.DeleteFunc(g.verdicts, func(_ [sha256.Size]byte, v verdict) bool { return !now.Before(v.expires) })
+		if len(g.verdicts) >= maxVerdicts {
+			delete(g.verdicts, soonestExpiring(g.verdicts))
+		}
+	}
+	g.verdicts[key] = v
+}
+
+// soonestExpiring returns the key of the verdict that expires first.
+func soonestExpiring(verdicts map[[sha256.Size]byte]verdict) [sha256.Size]byte {
+	var key [sha256.Size]byte
+	var at time.Time
+	for k, v := range verdicts {
+		if at.IsZero() || v.expires.Before(at) {
+			key, at = k, v.expires
+		}
+	}
+	return key
 }
 
 func (g *metricsGuard) review(ctx context.Context, token, path, verb string) (int, error) {
@@ -110,10 +179,10 @@ func (g *metricsGuard) review(ctx context.Context, token, path, verb string) (in
 	if err != nil {
 		return 0, err
 	}
-	if !tr.Status.Authenticated {
+	u := tr.Status.User
+	if !tr.Status.Authenticated || u.Username == anonymousUser || slices.Contains(u.Groups, unauthenticatedGroup) {
 		return http.StatusUnauthorized, nil
 	}
-	u := tr.Status.User
 	extra := map[string]authorizationv1.ExtraValue{}
 	for k, v := range u.Extra {
 		extra[k] = authorizationv1.ExtraValue(v)
