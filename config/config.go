@@ -95,6 +95,10 @@ type Cluster struct {
 	// Apply bounds this cluster's writes; each key left out is the
 	// top-level apply's.
 	Apply Apply `mapstructure:"apply"`
+	// AllowCredentialPlugins lets the kubeconfig file get its credentials
+	// from an exec command or an auth-provider; false: such a file is
+	// refused (see CheckCredentials).
+	AllowCredentialPlugins bool `mapstructure:"allowCredentialPlugins"`
 
 	kubeconfigPath string
 }

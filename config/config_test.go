@@ -72,7 +72,7 @@ func TestLoadDefaults(t *testing.T) {
 // apply's, its kubeconfig is read relative to the configuration file, and
 // a resource that lists no cluster is watched in every one.
 func TestLoadClusters(t *testing.T) {
-	got, err := Load(fixture("clusters.yaml"), Options{Renderers: renderers})
+	got, err := Load(fixture("clusters.yaml"), Options{Renderers: renderers, CheckKubeconfigs: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +81,9 @@ func TestLoadClusters(t *testing.T) {
 	east.QPS, east.MaxWritesPerPass = 10, 100
 	want := []Cluster{
 		{Name: "east", Kubeconfig: "kubeconfigs/east.yaml", Apply: east},
-		{Name: "west", Kubeconfig: "kubeconfigs/east.yaml", Context: "east-admin", Apply: top},
+		{Name: "west", Kubeconfig: "kubeconfigs/west.yaml", Context: "west-admin", Apply: top},
 		{Name: "home", Apply: top},
+		{Name: "plugin", Kubeconfig: "kubeconfigs/exec.yaml", Apply: top, AllowCredentialPlugins: true},
 	}
 	if diff := cmp.Diff(want, got.Clusters, cmpopts.IgnoreUnexported(Cluster{})); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -93,7 +94,7 @@ func TestLoadClusters(t *testing.T) {
 	if got.Clusters[0].Home() || !got.Clusters[2].Home() {
 		t.Error("only a cluster with no kubeconfig file is reached through resyncd's own connection")
 	}
-	for name, n := range map[string]int{"east": 2, "west": 1, "home": 1} {
+	for name, n := range map[string]int{"east": 2, "west": 1, "home": 1, "plugin": 1} {
 		if in := got.ResourcesIn(name); len(in) != n {
 			t.Errorf("%s watches %d resources, want %d", name, len(in), n)
 		}
@@ -159,6 +160,12 @@ func TestLoadBadConfigs(t *testing.T) {
 			`:9: clusters[2].kubeconfig: kubeconfigs/empty.yaml has no current context; set its current-context, or clusters[2].context`,
 			`:10: clusters[3]: has no name`,
 			`:12: resources[0].clusters[1]: unknown cluster "north"; clusters: east`,
+		},
+		"invalid-kubeconfigs.yaml": {
+			`:5: clusters[1].kubeconfig: kubeconfigs/east.yaml reaches the API server https://east.example:6443, as clusters[0] (east) does: every child would be written twice; remove one of the two entries, or point it at another cluster`,
+			`:8: clusters[2].kubeconfig: kubeconfigs/exec.yaml: user "cloud" gets its credentials by running the command "/usr/local/bin/cloud-auth" (exec); resyncd uses no credential plugin of a cluster's kubeconfig file unless the cluster's entry sets allowCredentialPlugins: true (cluster exec)`,
+			`:10: clusters[3].kubeconfig: kubeconfigs/auth-provider.yaml: user "sso" gets its credentials from the auth-provider "oidc"; resyncd uses no credential plugin of a cluster's kubeconfig file unless the cluster's entry sets allowCredentialPlugins: true (cluster oidc)`,
+			`:13: clusters[4].kubeconfig: kubeconfigs/east-upper.yaml reaches the API server HTTPS://East.Example:6443/, as clusters[0] (east) does: every child would be written twice; remove one of the two entries, or point it at another cluster`,
 		},
 		"invalid-duration.yaml": {
 			`:6: resources[0].interval: "soon" is not a duration (for example 30s, 5m, 1h)`,
@@ -228,7 +235,7 @@ func TestLoadBadConfigs(t *testing.T) {
 	for name, lines := range tests {
 		t.Run(name, func(t *testing.T) {
 			path := fixture(name)
-			_, err := Load(path, Options{Renderers: renderers})
+			_, err := Load(path, Options{Renderers: renderers, CheckKubeconfigs: true})
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -281,4 +288,30 @@ func FuzzLoad(f *testing.F) {
 			t.Fatalf("accepted, then invalid: %v", err)
 		}
 	})
+}
+
+// TestLoadLeavesKubeconfigsToClusters: without CheckKubeconfigs, what is
+// wrong with a cluster's kubeconfig file does not fail the load; the
+// daemon makes that cluster down with the reason and runs the others.
+func TestLoadLeavesKubeconfigsToClusters(t *testing.T) {
+	if _, err := Load(fixture("invalid-kubeconfigs.yaml"), Options{Renderers: renderers}); err != nil {
+		t.Errorf("load without CheckKubeconfigs: %v", err)
+	}
+}
+
+func TestServerURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://east.example:6443":      "https://east.example:6443",
+		"HTTPS://East.Example:6443/":     "https://east.example:6443",
+		"https://east.example":           "https://east.example:443",
+		"https://east.example:443/":      "https://east.example:443",
+		"http://127.0.0.1":               "http://127.0.0.1:80",
+		"https://[::1]:6443/k8s/":        "https://[::1]:6443/k8s",
+		"https://proxy.example/clusters": "https://proxy.example:443/clusters",
+		"not a url":                      "not a url",
+	} {
+		if got := ServerURL(in); got != want {
+			t.Errorf("ServerURL(%q) = %q, want %q", in, got, want)
+		}
+	}
 }

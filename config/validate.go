@@ -117,8 +117,11 @@ func validateClusters(ps *problems, c *Config) []string {
 
 // checkKubeconfigs reads the kubeconfig file of every cluster that names
 // one and checks that it gives a server and credentials, in the context
-// the cluster names.
+// the cluster names, that the credentials come from no plugin the entry
+// does not allow, and that no two entries reach the same server (each
+// child would be written twice).
 func checkKubeconfigs(c *Config, ps *problems) {
+	servers := map[string]int{}
 	for i, cl := range c.Clusters {
 		if cl.Kubeconfig == "" {
 			continue
@@ -135,13 +138,26 @@ func checkKubeconfigs(c *Config, ps *problems) {
 				continue
 			}
 		}
-		_, err = clientcmd.NewNonInteractiveClientConfig(*kc, cl.Context, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
+		if err := cl.CheckCredentials(kc); err != nil {
+			ps.add(key, "%v", err)
+			continue
+		}
+		rc, err := clientcmd.NewNonInteractiveClientConfig(*kc, cl.Context, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
 		switch {
 		case clientcmd.IsEmptyConfig(err):
 			ps.add(key, "%s has no current context; set its current-context, or clusters[%d].context", cl.Kubeconfig, i)
+			continue
 		case err != nil:
 			ps.add(key, "%s does not give a cluster to connect to: %v", cl.Kubeconfig, err)
+			continue
 		}
+		server := ServerURL(rc.Host)
+		if j, ok := servers[server]; ok {
+			ps.add(key, "%s reaches the API server %s, as clusters[%d] (%s) does: every child would be written twice; "+
+				"remove one of the two entries, or point it at another cluster", cl.Kubeconfig, rc.Host, j, c.Clusters[j].Name)
+			continue
+		}
+		servers[server] = i
 	}
 }
 

@@ -110,6 +110,13 @@ func (h *health) unreachable(c int, err error) {
 	h.clusters[c].Up, h.clusters[c].Error = false, err.Error()
 }
 
+// disconnected records that cluster c has no clients now, and why.
+func (h *health) disconnected(c int, why string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.clusters[c].Up, h.clusters[c].Server, h.clusters[c].Error = false, "", why
+}
+
 // reached records the server of cluster c, once it answered.
 func (h *health) reached(c int, server string) {
 	h.mu.Lock()

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/resyncd/resyncd/internal/fixture"
+	"github.com/resyncd/resyncd/internal/testenv"
 )
 
 // dashboardQueries returns the PromQL of every panel of the Grafana
@@ -75,8 +76,8 @@ func dashboardQueries(t *testing.T) map[string][]string {
 }
 
 // TestDashboard: resyncd runs with three clusters: two that answer (the
-// test API server through --kubeconfig, and again through a kubeconfig
-// file, each watching a namespace of its own, one with drift to repair)
+// test API server through --kubeconfig, and a control plane of its own
+// through a kubeconfig file, one with drift to repair)
 // and one whose kubeconfig names a port nothing listens on. Its /metrics
 // is scraped a few times, the samples go into Prometheus's query engine
 // (in-memory storage), and every panel's query, with Grafana's variables
@@ -85,19 +86,35 @@ func dashboardQueries(t *testing.T) map[string][]string {
 func TestDashboard(t *testing.T) {
 	queries := dashboardQueries(t)
 	ctx := t.Context()
+	// Two entries reaching one API server are refused: mirror is a
+	// control plane of its own.
+	second, err := testenv.Start(testenv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := second.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
 	cs := kubernetes.NewForConfigOrDie(env.Config)
-	dyn := dynamic.NewForConfigOrDie(env.Config)
-	for _, ns := range []string{"dash-home", "dash-mirror"} {
-		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	planes := map[string]*testenv.Env{"dash-home": env, "dash-mirror": second}
+	for ns, plane := range planes {
+		c := kubernetes.NewForConfigOrDie(plane.Config)
+		if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		for _, name := range []string{"web", "api"} {
-			fixture.CreateParent(t, dyn, ns, name, map[string]any{"image": "nginx", "port": int64(80)})
+			fixture.CreateParent(t, dynamic.NewForConfigOrDie(plane.Config), ns, name, map[string]any{"image": "nginx", "port": int64(80)})
 		}
 	}
 	dir := t.TempDir()
 	kc := filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(kc, env.Kubeconfig(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mirrorKC := filepath.Join(dir, "mirror.kubeconfig")
+	if err := os.WriteFile(mirrorKC, second.Kubeconfig(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	down := kubeconfigFor(t, "https://"+freePort(t))[1]
@@ -108,7 +125,7 @@ health: {address: "127.0.0.1:0"}
 log: {level: error}
 clusters:
   - name: home
-  - {name: mirror, kubeconfig: ` + kc + `}
+  - {name: mirror, kubeconfig: ` + mirrorKC + `}
   - {name: down, kubeconfig: ` + down + `}
 resources:
   - {group: resyncd.io, version: v1alpha1, resource: httpservices, renderer: httpservice, interval: 1s, namespaces: [dash-home], clusters: [home, down]}
@@ -136,14 +153,15 @@ resources:
 			t.Fatalf("run stopped: %v", err)
 		default:
 		}
-		deps, err := cs.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=resyncd"})
 		n := 0
-		for _, d := range deps.Items {
-			if strings.HasPrefix(d.Namespace, "dash-") {
-				n++
+		for ns, plane := range planes {
+			deps, err := kubernetes.NewForConfigOrDie(plane.Config).AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false
 			}
+			n += len(deps.Items)
 		}
-		return err == nil && n == 4
+		return n == 4
 	})
 	force := true
 	patch := []byte(`{"apiVersion":"apps/v1","kind":"Deployment","spec":{"replicas":3}}`)

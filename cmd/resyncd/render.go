@@ -33,7 +33,7 @@ func newRenderCommand(g *globals) *cobra.Command {
 			"rendered.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := g.loadConfig()
+			cfg, err := g.loadConfig(false)
 			if err != nil {
 				return exitWith(1, err)
 			}

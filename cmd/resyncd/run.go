@@ -296,7 +296,8 @@ func (d *daemon) passes(ctx context.Context) error {
 	default:
 	}
 	var mu sync.Mutex
-	var engines []*engine.Engine
+	// By cluster: a cluster whose passes restart replaces its engine.
+	engines := make([]*engine.Engine, len(d.targets))
 	go func() {
 		for {
 			select {
@@ -306,7 +307,9 @@ func (d *daemon) passes(ctx context.Context) error {
 				d.log.Info("Pass requested", zap.String("signal", "SIGUSR1"))
 				mu.Lock()
 				for _, e := range engines {
-					e.PassNow()
+					if e != nil {
+						e.PassNow()
+					}
 				}
 				mu.Unlock()
 			}
@@ -317,7 +320,7 @@ func (d *daemon) passes(ctx context.Context) error {
 		wg.Go(func() {
 			d.syncCluster(ctx, i, t, func(e *engine.Engine) {
 				mu.Lock()
-				engines = append(engines, e)
+				engines[i] = e
 				mu.Unlock()
 			})
 		})
@@ -328,9 +331,11 @@ func (d *daemon) passes(ctx context.Context) error {
 
 // syncCluster makes cluster t ready, retrying on the shortest interval of
 // its resources with backoff while it does not answer, then runs its
-// passes until ctx ends; started receives its engine.
+// passes until ctx ends; started receives its engine. When the kubeconfig
+// file of the cluster names another server, the passes stop and all of it
+// starts again with clients for that server.
 func (d *daemon) syncCluster(ctx context.Context, c int, t *target, started func(*engine.Engine)) {
-	log := d.log.With(zap.String("cluster", t.cfg.Name))
+	log := t.log
 	if len(t.resources) == 0 {
 		log.Info("No watched resource in the cluster")
 		return
@@ -340,6 +345,20 @@ func (d *daemon) syncCluster(ctx context.Context, c int, t *target, started func
 		interval = min(interval, r.Interval)
 	}
 	d.metrics.SetClusterUp(t.cfg.Name, t.ready())
+	for d.awaitReady(ctx, c, t, interval) {
+		if !d.runCluster(ctx, c, t, started) {
+			return
+		}
+		log.Info("Reconnecting", zap.String("server", t.server()))
+		t.disconnect()
+		d.metrics.SetClusterUp(t.cfg.Name, false)
+		d.health.disconnected(c, "its kubeconfig file names another server: reconnecting")
+	}
+}
+
+// awaitReady makes cluster t ready, retrying with backoff; false when ctx
+// ended first.
+func (d *daemon) awaitReady(ctx context.Context, c int, t *target, interval time.Duration) bool {
 	for failures := 1; !t.ready(); failures++ {
 		// Discovery and the schemas are asked with no context: a cluster
 		// that hangs must not hold up a shutdown, so the answer is awaited
@@ -349,7 +368,7 @@ func (d *daemon) syncCluster(ctx context.Context, c int, t *target, started func
 		var err error
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case err = <-ready:
 		}
 		if err == nil {
@@ -358,17 +377,36 @@ func (d *daemon) syncCluster(ctx context.Context, c int, t *target, started func
 		d.metrics.SetClusterUp(t.cfg.Name, false)
 		d.health.unreachable(c, err)
 		wait := engine.Backoff(interval, failures)
-		log.Warn("Cluster not ready", zap.Error(err), zap.Int("attempt", failures), zap.Duration("retryIn", wait))
+		t.log.Warn("Cluster not ready", zap.Error(err), zap.Int("attempt", failures), zap.Duration("retryIn", wait))
 		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return
+			return false
 		case <-timer.C:
 		}
 	}
+	return ctx.Err() == nil
+}
+
+// runCluster runs the passes of cluster t, made ready, until ctx ends, or
+// until its kubeconfig file names another server: then it returns true.
+// The cluster resyncd runs in is not followed to another server, as its
+// Lease is where it is: its requests fail until resyncd restarts.
+func (d *daemon) runCluster(ctx context.Context, c int, t *target, started func(*engine.Engine)) bool {
 	d.health.reached(c, t.server())
-	rec, stop := newRecorder(ctx, t.cl.kube)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if !t.cfg.Home() && t.cl.moved != nil {
+		go func() {
+			select {
+			case <-t.cl.moved:
+				cancel()
+			case <-runCtx.Done():
+			}
+		}()
+	}
+	rec, stop := newRecorder(runCtx, t.cl.kube)
 	defer stop()
 	eng, err := engine.New(engine.SettingsFor(d.cfg, t.cfg), engine.Options{
 		REST: t.cl.rest, Renderers: t.renderers, Metrics: d.metrics,
@@ -376,11 +414,12 @@ func (d *daemon) syncCluster(ctx context.Context, c int, t *target, started func
 	})
 	if err != nil {
 		d.health.unreachable(c, err)
-		log.Error("Cluster not synced", zap.Error(err))
-		return
+		t.log.Error("Cluster not synced", zap.Error(err))
+		return false
 	}
 	started(eng)
-	eng.Run(ctx, func(i int, rep engine.ResourceReport, err error) { d.health.record(c, i, rep, err) })
+	eng.Run(runCtx, func(i int, rep engine.ResourceReport, err error) { d.health.record(c, i, rep, err) })
+	return ctx.Err() == nil && t.cl.movedAway()
 }
 
 // eventFlushTimeout bounds how long stopping the recorder waits for the

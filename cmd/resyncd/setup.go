@@ -7,11 +7,13 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/go-logr/zapr"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -23,8 +25,11 @@ import (
 )
 
 // loadConfig reads the configuration with the environment and the
-// command-line overrides.
-func (g *globals) loadConfig() (*config.Config, error) {
+// command-line overrides. checkKubeconfigs also reads the clusters'
+// kubeconfig files and reports their problems; without it, each cluster
+// finds its own when it connects, and is down with the reason while the
+// others run.
+func (g *globals) loadConfig(checkKubeconfigs bool) (*config.Config, error) {
 	overrides := map[string]string{}
 	if g.logLevel != "" {
 		overrides["log.level"] = g.logLevel
@@ -33,10 +38,11 @@ func (g *globals) loadConfig() (*config.Config, error) {
 		overrides["log.format"] = g.logFormat
 	}
 	return config.Load(g.configPath, config.Options{
-		LookupEnv:  os.LookupEnv,
-		Overrides:  overrides,
-		Renderers:  desired.DefaultRegistry().Names(),
-		CheckGraph: checkGraph,
+		LookupEnv:        os.LookupEnv,
+		Overrides:        overrides,
+		Renderers:        desired.DefaultRegistry().Names(),
+		CheckGraph:       checkGraph,
+		CheckKubeconfigs: checkKubeconfigs,
 	})
 }
 
@@ -73,13 +79,28 @@ func newLogger(c config.Log) (*zap.Logger, error) {
 type clients struct {
 	rest *rest.Config
 	kube kubernetes.Interface
+	// moved is closed when the kubeconfig files the clients were made from
+	// name another server; nil when they come from no file.
+	moved <-chan struct{}
+}
+
+// movedAway reports whether the clients' kubeconfig files name another
+// server than the one the clients were made for.
+func (c *clients) movedAway() bool {
+	select {
+	case <-c.moved:
+		return true
+	default:
+		return false
+	}
 }
 
 // connect builds the clients of cluster c: through its kubeconfig file
 // when it names one, else through --kubeconfig (or $KUBECONFIG,
 // ~/.kube/config, the in-cluster configuration). Nothing is asked of the
-// server yet.
-func (g *globals) connect(c config.Cluster) (*clients, error) {
+// server yet. The credentials of a file are re-read when it changes, and
+// sent only to the server it named at first.
+func (g *globals) connect(log *zap.Logger, c config.Cluster) (*clients, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = g.kubeconfig
 	context := g.context
@@ -90,21 +111,34 @@ func (g *globals) connect(c config.Cluster) (*clients, error) {
 		context = c.Context
 	}
 	load := func() (*rest.Config, error) {
-		return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-			&clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+		if c.Home() {
+			return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+				&clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+		}
+		// Checked and used from one read of the file: a credential plugin
+		// refused is never started.
+		raw, err := rules.Load()
+		if err != nil {
+			return nil, err
+		}
+		if err := c.CheckCredentials(raw); err != nil {
+			return nil, err
+		}
+		return clientcmd.NewNonInteractiveClientConfig(*raw, context, &clientcmd.ConfigOverrides{}, rules).ClientConfig()
 	}
-	rc, err := load()
-	if err != nil {
-		return nil, fmt.Errorf("load kubeconfig: %w", err)
-	}
+	var rc *rest.Config
+	var moved <-chan struct{}
 	if files := kubeconfigFiles(rules); len(files) > 0 {
-		// The credentials are the files', re-read when they change; the
-		// server's address is the one read now.
-		rt, err := newReloader(files, load)
+		r, loaded, err := newReloader(log, files, load, !c.Home())
 		if err != nil {
 			return nil, fmt.Errorf("load kubeconfig: %w", err)
 		}
-		rc = &rest.Config{Host: rc.Host, APIPath: rc.APIPath, Transport: rt}
+		rc, moved = &rest.Config{Host: loaded.Host, APIPath: loaded.APIPath, Transport: r}, r.moved
+	} else {
+		var err error
+		if rc, err = load(); err != nil {
+			return nil, fmt.Errorf("load kubeconfig: %w", err)
+		}
 	}
 	rc.UserAgent = "resyncd/" + version
 	// A server that accepts connections and never answers (hung, or a
@@ -118,7 +152,7 @@ func (g *globals) connect(c config.Cluster) (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &clients{rest: rc, kube: kc}, nil
+	return &clients{rest: rc, kube: kc, moved: moved}, nil
 }
 
 // checkServed asks discovery whether the API server serves each watched
@@ -181,6 +215,9 @@ type prepared struct {
 type target struct {
 	cfg       config.Cluster
 	resources []config.Resource
+	log       *zap.Logger
+	// claims holds the API servers every cluster of the command reaches.
+	claims *serverClaims
 	// cl and renderers are set once the cluster answered: it serves every
 	// watched resource, and the graphs are type-checked against its schemas.
 	cl        *clients
@@ -197,14 +234,27 @@ func (t *target) server() string {
 	return t.cl.rest.Host
 }
 
+// disconnect drops the cluster's clients, to be made again from its
+// kubeconfig file, and what it was made ready with.
+func (t *target) disconnect() {
+	t.claims.release(t.cfg.Name)
+	t.cl, t.renderers = nil, nil
+}
+
+// claimServer claims the address of the server t's clients reach.
+func (t *target) claimServer() error {
+	return t.claims.claim(t.cfg.Name, "server "+config.ServerURL(t.cl.rest.Host), "same address "+t.cl.rest.Host)
+}
+
 // prepare loads the configuration and builds the logger, and makes ready
 // the clusters reached through resyncd's own connection: an error of
 // theirs (the API server does not answer, a resource is not served) stops
 // the command, as restarting with a fixed configuration would help. The
 // clusters of kubeconfig files are made ready by the command, each on its
-// own (readyTarget), so that one that does not answer holds up no other.
+// own (readyTarget), so that one that does not answer, or whose file is
+// missing or refused, holds up no other.
 func (g *globals) prepare() (*prepared, error) {
-	cfg, err := g.loadConfig()
+	cfg, err := g.loadConfig(false)
 	if err != nil {
 		return nil, err
 	}
@@ -214,12 +264,14 @@ func (g *globals) prepare() (*prepared, error) {
 	}
 	p := &prepared{cfg: cfg, log: log}
 	needHome := cfg.LeaderElection.Enabled || cfg.Metrics.Secure
+	claims := &serverClaims{by: map[string]string{}}
 	for _, c := range cfg.Clusters {
-		p.targets = append(p.targets, &target{cfg: c, resources: cfg.ResourcesIn(c.Name)})
+		p.targets = append(p.targets, &target{cfg: c, resources: cfg.ResourcesIn(c.Name),
+			log: log.With(zap.String("cluster", c.Name)), claims: claims})
 		needHome = needHome || c.Home()
 	}
 	if needHome {
-		if p.home, err = g.connect(config.Cluster{Apply: cfg.Apply}); err != nil {
+		if p.home, err = g.connect(log, config.Cluster{Apply: cfg.Apply}); err != nil {
 			return nil, err
 		}
 	}
@@ -234,23 +286,52 @@ func (g *globals) prepare() (*prepared, error) {
 			return nil, err
 		}
 	}
+	// Connecting reads only the file: done here, in the configuration's
+	// order, so that of two entries whose files name one server the first
+	// keeps it. What fails is readyTarget's to report.
+	for _, t := range p.targets {
+		if t.cfg.Home() {
+			continue
+		}
+		if cl, err := g.connect(t.log, t.cfg); err == nil {
+			t.cl = cl
+			_ = t.claimServer()
+		}
+	}
 	return p, nil
 }
 
-// readyTarget connects to cluster t, checks that its API server serves
-// each resource watched there, and compiles the graphs against its
-// schemas. A cluster of a kubeconfig file names itself in the error.
+// readyTarget connects to cluster t, checks that it reaches an API server
+// no other cluster reaches, that the server serves each resource watched
+// there, and compiles the graphs against its schemas. A cluster of a
+// kubeconfig file names itself in the error; when its file names another
+// server than its clients were made for, it connects again.
 func (g *globals) readyTarget(cfg *config.Config, t *target) error {
 	err := func() error {
+		if t.cl != nil && !t.cfg.Home() && t.cl.movedAway() {
+			t.disconnect()
+		}
 		if t.cl == nil {
-			cl, err := g.connect(t.cfg)
+			cl, err := g.connect(t.log, t.cfg)
 			if err != nil {
 				return err
 			}
 			t.cl = cl
 		}
+		if err := t.claimServer(); err != nil {
+			return err
+		}
 		if err := checkServed(t.cl.kube.Discovery(), cfg, t.resources); err != nil {
 			return g.explain(t.cl, err)
+		}
+		uid, err := kubeSystemUID(t.cl.kube)
+		if err != nil {
+			return g.explain(t.cl, err)
+		}
+		if uid != "" {
+			if err := t.claims.claim(t.cfg.Name, "kube-system "+uid, "same kube-system namespace, UID "+uid); err != nil {
+				return err
+			}
 		}
 		reg, err := renderers(cfg, t.resources, t.cl.kube.Discovery())
 		if err != nil {
@@ -263,6 +344,66 @@ func (g *globals) readyTarget(cfg *config.Config, t *target) error {
 		return fmt.Errorf("cluster %s (%s): %w", t.cfg.Name, t.cfg.Kubeconfig, err)
 	}
 	return err
+}
+
+// kubeSystemUID returns the UID of the server's kube-system namespace,
+// which tells one cluster from another whatever address reaches it; empty
+// when the server has none or resyncd may not get it.
+func kubeSystemUID(kube kubernetes.Interface) (string, error) {
+	// No context, as for discovery: the request timeout bounds it.
+	ns, err := kube.CoreV1().Namespaces().Get(context.Background(), metav1.NamespaceSystem, metav1.GetOptions{})
+	switch {
+	case apierrors.IsForbidden(err), apierrors.IsNotFound(err):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("get namespace %s: %w", metav1.NamespaceSystem, err)
+	}
+	return string(ns.UID), nil
+}
+
+// serverClaims are the API servers the clusters of a command reach, by
+// address and by the UID of their kube-system namespace. Two entries that
+// reach one server would write every child twice: the first to claim it
+// keeps it, the other is refused.
+type serverClaims struct {
+	mu sync.Mutex
+	by map[string]string // "server URL" or "kube-system UID" → cluster
+}
+
+// claim gives key to cluster, or refuses it when another cluster holds
+// it; what says what the two share.
+func (s *serverClaims) claim(cluster, key, what string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if other, ok := s.by[key]; ok && other != cluster {
+		return &sameServerError{cluster: cluster, other: other, what: what}
+	}
+	s.by[key] = cluster
+	return nil
+}
+
+// release gives up what cluster claimed.
+func (s *serverClaims) release(cluster string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, c := range s.by {
+		if c == cluster {
+			delete(s.by, k)
+		}
+	}
+}
+
+// sameServerError refuses a cluster that reaches the API server another
+// cluster of the configuration reaches.
+type sameServerError struct {
+	cluster, other string
+	// what the two share: the address, or the kube-system namespace.
+	what string
+}
+
+func (e *sameServerError) Error() string {
+	return fmt.Sprintf("cluster %s reaches the API server of cluster %s (%s): every child would be written twice; "+
+		"remove one of the two entries, or point it at another cluster", e.cluster, e.other, e.what)
 }
 
 // errNoAnswer marks an error of a server that did not answer in time.

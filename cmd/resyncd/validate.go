@@ -21,7 +21,7 @@ func newValidateCommand(g *globals) *cobra.Command {
 			"child kinds, and bounds each expression's estimated cost (cel.maxEstimatedCost).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := g.loadConfig()
+			cfg, err := g.loadConfig(true)
 			if err != nil {
 				return exitWith(1, err)
 			}
