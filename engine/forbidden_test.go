@@ -171,7 +171,9 @@ func TestForbiddenWhileServerWarmsUp(t *testing.T) {
 		name   string
 		warmUp func(e *Engine)
 	}{
-		{"readyz refuses", func(e *Engine) { e.ready = func(context.Context) error { return errors.New("[-]poststarthook/rbac/bootstrap-roles failed") } }},
+		{"readyz refuses", func(e *Engine) {
+			e.ready = func(context.Context) error { return errors.New("[-]poststarthook/rbac/bootstrap-roles failed") }
+		}},
 		{"the pass before failed", func(e *Engine) { e.failing[e.resources[0]] = true }}, // what a failed pass leaves
 	} {
 		ready := h.engine.ready
