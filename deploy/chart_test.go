@@ -49,6 +49,7 @@ var valueSets = map[string]map[string]any{
 		"clusters": []any{
 			map[string]any{"name": "home"},
 			map[string]any{"name": "east", "secretName": "east-kubeconfig", "apply": map[string]any{"qps": 20}},
+			map[string]any{"name": "vault", "secretName": "vault-kubeconfig", "allowCredentialPlugins": true},
 		},
 		"config": map[string]any{"resources": []any{
 			map[string]any{"group": "resyncd.io", "version": "v1alpha1", "resource": "httpservices", "renderer": "httpservice", "namespaces": []any{"shop"}},

@@ -122,6 +122,7 @@ leader election, its Lease, the listen addresses, the log settings.
 {{- if .secretName }}{{ $_ := set $c "kubeconfig" (printf "/etc/resyncd-clusters/%s/%s" .name (.key | default "kubeconfig")) }}{{ end }}
 {{- with .context }}{{ $_ := set $c "context" . }}{{ end }}
 {{- with .apply }}{{ $_ := set $c "apply" . }}{{ end }}
+{{- if .allowCredentialPlugins }}{{ $_ := set $c "allowCredentialPlugins" true }}{{ end }}
 {{- $clusters = append $clusters $c }}
 {{- end }}
 {{- $_ := set $cfg "clusters" $clusters }}
