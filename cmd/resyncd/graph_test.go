@@ -86,6 +86,14 @@ func TestValidateGraphs(t *testing.T) {
 		t.Errorf("type error: exit %d, output:\n%s\nwant: %s", code, out, want)
 	}
 
+	// Until children may leave the parent's namespace, a cluster-scoped
+	// kind is refused against the API server, as the chart refuses it.
+	cfg, kc = graphFiles(t, readFile(t, "../../testdata/graphs/cluster-scoped.yaml"), "")
+	out, code = resyncd(t, "validate", "--config", cfg, "--kubeconfig", kc)
+	if code != 1 || !strings.Contains(out, "resources[role]: rbac.authorization.k8s.io/v1 ClusterRole: clusterroles.rbac.authorization.k8s.io is cluster-scoped") {
+		t.Errorf("cluster-scoped kinds: exit %d, output:\n%s", code, out)
+	}
+
 	cfg, kc = graphFiles(t, readFile(t, "../../testdata/graphs/costbomb.yaml"), "cel: {maxEstimatedCost: 100000}\n")
 	out, code = resyncd(t, "validate", "--config", cfg, "--kubeconfig", kc)
 	if code != 1 || !strings.Contains(out, "exceeds the limit of 100000 (cel.maxEstimatedCost)") {

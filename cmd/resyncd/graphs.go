@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
@@ -60,6 +61,10 @@ func renderers(cfg *config.Config, resources []config.Resource, disc discovery.D
 			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 			if err != nil {
 				return schema.GroupVersionResource{}, fmt.Errorf("not served by the API server: %w", err)
+			}
+			if m.Scope.Name() == meta.RESTScopeNameRoot {
+				// The chart grants such kinds nothing, for the same reason.
+				return schema.GroupVersionResource{}, fmt.Errorf("%s is cluster-scoped, and resyncd writes a graph's children only in their parent's namespace", m.Resource.GroupResource())
 			}
 			return m.Resource, nil
 		}
