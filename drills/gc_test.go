@@ -77,10 +77,11 @@ func uidOf(o interface{ GetUID() types.UID }) types.UID {
 
 // TestOrphanDeletion: a parent deleted with propagationPolicy Orphan
 // leaves its children, the garbage collector removes their owner
-// references, and resyncd's next pass finds them no longer desired: the
-// Service is pruned, the Deployment, annotated resyncd.io/prune: disabled,
-// is released (no resyncd label, owner reference or field ownership) and
-// keeps running.
+// references, and resyncd's next pass finds them no longer desired. They
+// carry no ownerReference of resyncd's any more, so they are released, not
+// deleted, as whoever orphaned them asked: the Deployment (annotated
+// resyncd.io/prune: disabled as well) and the Service lose resyncd's
+// labels and field ownership, and the Deployment keeps running.
 func TestOrphanDeletion(t *testing.T) {
 	d := newDrill(t, "orphan")
 	d.createParent("web", map[string]any{"image": "nginx:1.27", "port": int64(8080), "replicas": int64(2)})
@@ -100,9 +101,9 @@ func TestOrphanDeletion(t *testing.T) {
 		_, err := d.dyn.Resource(httpServices).Namespace("orphan").Get(t.Context(), "web", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
-	d.until("Service pruned", 200*time.Millisecond, 30*time.Second, func() bool {
-		_, err := d.cs.CoreV1().Services("orphan").Get(t.Context(), "web", metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
+	d.until("Service released", 200*time.Millisecond, 30*time.Second, func() bool {
+		svc, err := d.cs.CoreV1().Services("orphan").Get(t.Context(), "web", metav1.GetOptions{})
+		return err == nil && svc.Labels["app.kubernetes.io/managed-by"] == "" && len(svc.OwnerReferences) == 0
 	})
 	dep, err := d.cs.AppsV1().Deployments("orphan").Get(t.Context(), "web", metav1.GetOptions{})
 	if err != nil {

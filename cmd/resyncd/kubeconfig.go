@@ -32,10 +32,13 @@ const reloadEvery = time.Second
 // do not load (deleted, broken, refused) fail every request with the
 // reason until they load again.
 //
-// A request never waits for the files: it takes the transport in use with
-// one atomic load, and the files are read and a transport built on a
-// goroutine of their own, one at a time. A transport replaced has its idle
-// connections closed.
+// A request does not wait for the files: it takes the transport in use
+// with one atomic load, and the files are read and a transport built on a
+// goroutine of their own, one at a time. Only a request the server
+// answers 401 looks at the files itself (once, with the looks of others)
+// and is sent again if they hold other credentials now: a token rotated
+// and the old one revoked costs no failed request. A transport replaced
+// has its idle connections closed.
 type reloader struct {
 	files []string
 	load  func() (*rest.Config, error)
@@ -50,8 +53,10 @@ type reloader struct {
 
 	cur atomic.Pointer[snapshot]
 	// due is when, in Unix nanoseconds, the files are looked at next.
-	due       atomic.Int64
-	looking   atomic.Bool
+	due     atomic.Int64
+	looking atomic.Bool
+	// lookMu makes the looks at the files one at a time.
+	lookMu    sync.Mutex
 	moved     chan struct{}
 	movedOnce sync.Once
 }
@@ -124,7 +129,35 @@ func (r *reloader) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, s.err
 	}
-	return s.rt.RoundTrip(req)
+	resp, err := s.rt.RoundTrip(req)
+	if err != nil || resp.StatusCode != http.StatusUnauthorized || (req.Body != nil && req.GetBody == nil) {
+		return resp, err
+	}
+	next := r.lookNow(s)
+	if next == s || next.err != nil {
+		return resp, nil
+	}
+	// Other credentials since the request was sent: send it with them.
+	again := req.Clone(req.Context())
+	if req.GetBody != nil {
+		if again.Body, err = req.GetBody(); err != nil {
+			return resp, nil
+		}
+	}
+	_ = resp.Body.Close()
+	return next.rt.RoundTrip(again)
+}
+
+// lookNow looks at the files now, unless a look since s was made found
+// them changed already, and returns the snapshot in use after it.
+func (r *reloader) lookNow(s *snapshot) *snapshot {
+	r.lookMu.Lock()
+	defer r.lookMu.Unlock()
+	if cur := r.cur.Load(); cur != s {
+		return cur
+	}
+	r.look()
+	return r.cur.Load()
 }
 
 // lookSoon starts a look at the files, off the request path, when
@@ -137,6 +170,8 @@ func (r *reloader) lookSoon() {
 	r.due.Store(now + int64(reloadEvery))
 	go func() {
 		defer r.looking.Store(false)
+		r.lookMu.Lock()
+		defer r.lookMu.Unlock()
 		r.look()
 	}()
 }

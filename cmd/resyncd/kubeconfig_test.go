@@ -91,6 +91,22 @@ func TestKubeconfigRotation(t *testing.T) {
 
 	write(next)
 	fixture.Eventually(t, "the rotated token used", 10*time.Second, func() bool { return get(cl.kube) == nil })
+
+	// Rotated again as a token is renewed: the one in use is gone (401
+	// once the server forgets it) when the file gets the new one. The very
+	// next request succeeds, with no failed request first.
+	third := token("third")
+	thirdOnly := kubernetes.NewForConfigOrDie(&rest.Config{Host: env.Config.Host, BearerToken: third, TLSClientConfig: rest.TLSClientConfig{CAData: env.Config.CAData}})
+	fixture.Eventually(t, "the third token allowed", 30*time.Second, func() bool { return get(thirdOnly) == nil })
+	if err := cs.CoreV1().ServiceAccounts(ns).Delete(ctx, "next", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	nextOnly := kubernetes.NewForConfigOrDie(&rest.Config{Host: env.Config.Host, BearerToken: next, TLSClientConfig: rest.TLSClientConfig{CAData: env.Config.CAData}})
+	fixture.Eventually(t, "the second token unknown", 30*time.Second, func() bool { return apierrors.IsUnauthorized(get(nextOnly)) })
+	write(third)
+	if err := get(cl.kube); err != nil {
+		t.Errorf("the first request after the rotation: %v, want it sent again with the new token", err)
+	}
 }
 
 // fakeTransport answers every request with its name, and counts the calls
