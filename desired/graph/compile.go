@@ -47,7 +47,8 @@ type expr struct {
 const minLimit = 1000
 
 // env builds the CEL environment of a graph: the libraries CRD validation
-// rules have, base64 and kro's hash functions, and one variable per name, typed when types has its schema.
+// rules have, base64, kro's hash functions and the rest of kro's library
+// (kroLibrary), and one variable per name, typed when types has its schema.
 // Unlike CRD rules, literals may mix types ({'port': 80, 'name': 'http'}),
 // as objects do.
 func env(names []string, types map[string]*apiservercel.DeclType) (*cel.Env, error) {
@@ -59,7 +60,7 @@ func env(names []string, types map[string]*apiservercel.DeclType) (*cel.Env, err
 		library.URLs(), library.Regex(), library.Lists(library.ListsVersion(1)), library.Quantity(),
 		library.IP(), library.CIDR(), library.Format(), library.SemverLib(library.SemverVersion(1)),
 		ext.Strings(ext.StringsVersion(2)), ext.Sets(), ext.TwoVarComprehensions(), ext.Lists(ext.ListsVersion(3)),
-		ext.Encoders(), hashes(),
+		ext.Encoders(), hashes(), kroLibrary(),
 		cel.ASTValidators(cel.ValidateDurationLiterals(), cel.ValidateTimestampLiterals(), cel.ValidateRegexLiterals()),
 		cel.CostEstimatorOptions(checker.PresenceTestHasCost(false)),
 	)

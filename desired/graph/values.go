@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"time"
@@ -12,15 +13,15 @@ import (
 	apiservercel "k8s.io/apiserver/pkg/cel"
 )
 
-// omit is what a value that leaves its field out converts to: null, or an
-// optional with no value.
+// omit is what a value that leaves its field out converts to: null, an
+// optional with no value, or omit().
 type omit struct{}
 
 // native converts a CEL value to the JSON-like value of an unstructured
 // object: quantities in their canonical form, timestamps as RFC 3339.
 func native(v ref.Val) (any, error) {
 	switch x := v.(type) {
-	case types.Null:
+	case types.Null, omitVal:
 		return omit{}, nil
 	case types.Bool:
 		return bool(x), nil
@@ -99,6 +100,10 @@ func native(v ref.Val) (any, error) {
 // text converts a CEL value to the text it stands for inside a longer
 // string.
 func text(v ref.Val) (string, error) {
+	if _, ok := v.(omitVal); ok {
+		// As under kro, where the string would be a concatenation.
+		return "", errors.New("omit() leaves a whole field out; it cannot be part of a string")
+	}
 	n, err := native(v)
 	if err != nil {
 		return "", err
