@@ -180,23 +180,7 @@ resources:
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var procs []*process
-	for _, user := range []string{"resyncd-a", "resyncd-b"} {
-		kc, err := env.AddUserKubeconfig(user, "system:masters")
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(dir, user+".kubeconfig")
-		if err := os.WriteFile(path, kc, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		procs = append(procs, startResyncd(t, bin, "run", "--config", cfg, "--kubeconfig", path))
-		if user == "resyncd-a" {
-			procs[0].await(t, `"msg":"Leading"`, 20*time.Second)
-		}
-	}
-	a, b := procs[0], procs[1]
-	b.await(t, `"msg":"Following"`, 20*time.Second)
+	a, b := leaderAndStandby(t, bin, cfg, dir, "resyncd-a", "resyncd-b")
 	time.Sleep(3 * time.Second)
 
 	killed := time.Now()
@@ -251,4 +235,29 @@ func minTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// leaderAndStandby starts `resyncd run` with cfg as user leader, waits
+// until it leads, then as user standby, and waits until that follows; each
+// user's kubeconfig is written in dir, so that the audit log tells their
+// requests apart.
+func leaderAndStandby(t *testing.T, bin, cfg, dir, leader, standby string) (*process, *process) {
+	t.Helper()
+	var procs []*process
+	for _, user := range []string{leader, standby} {
+		kc, err := env.AddUserKubeconfig(user, "system:masters")
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, user+".kubeconfig")
+		if err := os.WriteFile(path, kc, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, startResyncd(t, bin, "run", "--config", cfg, "--kubeconfig", path))
+		if user == leader {
+			procs[0].await(t, `"msg":"Leading"`, 20*time.Second)
+		}
+	}
+	procs[1].await(t, `"msg":"Following"`, 20*time.Second)
+	return procs[0], procs[1]
 }

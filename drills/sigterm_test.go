@@ -193,23 +193,7 @@ resources:
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var procs []*process
-	for _, user := range []string{"resyncd-leader", "resyncd-standby"} {
-		kc, err := env.AddUserKubeconfig(user, "system:masters")
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(dir, user+".kubeconfig")
-		if err := os.WriteFile(path, kc, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		procs = append(procs, startResyncd(t, bin, "run", "--config", cfg, "--kubeconfig", path))
-		if user == "resyncd-leader" {
-			procs[0].await(t, `"msg":"Leading"`, 20*time.Second)
-		}
-	}
-	leader, standby := procs[0], procs[1]
-	standby.await(t, `"msg":"Following"`, 20*time.Second)
+	leader, standby := leaderAndStandby(t, bin, cfg, dir, "resyncd-leader", "resyncd-standby")
 
 	// The parents come once both run, and the leader's first pass has found
 	// none: the pass SIGUSR1 starts now writes them all.
