@@ -163,8 +163,10 @@ func ParseSchema(path string, data []byte) (*Schema, error) {
 // readSchema reads the fields of spec.schema.
 func readSchema(n *yaml.Node, ps *problems) *Schema {
 	const where = "spec.schema"
+	// validation is in RGDs written for kro before 0.7, which never applied
+	// it; it is read and ignored, as kro did.
 	f := fields(n, ps, where, "apiVersion", "kind", "group", "scope", "spec", "types", "status",
-		"additionalPrinterColumns", "shortNames", "categories", "metadata")
+		"additionalPrinterColumns", "shortNames", "categories", "metadata", "validation")
 	if n.Kind != yaml.MappingNode {
 		return nil
 	}
