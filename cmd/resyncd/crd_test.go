@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,4 +117,27 @@ func decode(t *testing.T, text string) *unstructured.Unstructured {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// TestCRDErrors: crd exits 1 naming the file, the line and the field.
+func TestCRDErrors(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(path, []byte(`apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: Bad
+    spec:
+      replicas: integer | default=many
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code := resyncd(t, "crd", "--graph", path)
+	if want := path + ":8: spec.schema.spec.replicas: default=many: is not an integer"; code != 1 || out != want {
+		t.Errorf("exit %d, output:\n%s\nwant:\n%s", code, out, want)
+	}
+	if out, code := resyncd(t, "crd", "--graph", "../../testdata/graphs/httpservice.yaml"); code != 1 || !strings.Contains(out, "httpservice.yaml:10: spec.schema: is missing") {
+		t.Errorf("a graph without spec.schema: exit %d, output:\n%s", code, out)
+	}
 }
