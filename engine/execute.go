@@ -154,7 +154,7 @@ func (e *Engine) runJob(ctx context.Context, r *run, j *job) {
 		if !e.admit(r, j, o) {
 			continue
 		}
-		e.write(ctx, r, j, o)
+		_ = e.write(ctx, r, j, o) // booked by settle; a prune blocks nothing after it
 	}
 }
 
@@ -447,7 +447,7 @@ func ownedStatusFields(p *unstructured.Unstructured, manager string) []string {
 		var fields struct {
 			Status map[string]json.RawMessage `json:"f:status"`
 		}
-		if err := json.Unmarshal(mf.FieldsV1.Raw, &fields); err != nil {
+		if err := json.Unmarshal(mf.FieldsV1.GetRawBytes(), &fields); err != nil {
 			return nil
 		}
 		out := make([]string, 0, len(fields.Status))

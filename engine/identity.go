@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -56,7 +56,7 @@ func validName(gk schema.GroupKind, name string) []string {
 	if name == "" {
 		return []string{"must not be empty"}
 	}
-	if errs := path.IsValidPathSegmentName(name); len(errs) > 0 {
+	if errs := content.IsPathSegmentName(name); len(errs) > 0 {
 		return errs
 	}
 	switch {

@@ -408,7 +408,7 @@ func jsonNative(v ref.Val, n *uint64) (any, error) {
 		*n += uint64(len(x)) * 4 / 3
 		return []byte(x), nil
 	case types.Duration:
-		return x.Duration.String(), nil
+		return x.String(), nil
 	case types.Timestamp:
 		return x.Time.UTC().Format(time.RFC3339), nil
 	case *types.Optional:
