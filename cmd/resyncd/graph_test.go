@@ -125,6 +125,27 @@ spec: {image: nginx, replicas: 2, port: 8080, expose: true, config: [{name: A, v
 	if strings.Contains(out, "kind: Deployment") {
 		t.Errorf("the Deployment is rendered with no live ConfigMap:\n%s", out)
 	}
+
+	// A kro RGD, and a parent written the kro way: its defaults left out,
+	// applied from spec.schema before rendering.
+	cfg, _ = graphFiles(t, readFile(t, "../../testdata/kro/storefront.yaml"), "")
+	text := strings.Replace(readFile(t, cfg), "{group: example.resyncd.io, version: v1alpha1, resource: webapps", "{group: kro.run, version: v1alpha1, resource: storefronts", 1)
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(parent, []byte(`apiVersion: kro.run/v1alpha1
+kind: Storefront
+metadata: {name: shop, namespace: team, uid: 0b5c2e4a-1111-4222-8333-944455556666}
+spec: {name: shop}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code = resyncd(t, "render", "--config", cfg, "--parent", parent)
+	for _, want := range []string{"# Storefront team/shop: 2 children\n", "replicas: 2\n", "image: nginx:1.27\n", "kind: Service\n"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("kro RGD: exit %d, output lacks %q:\n%s", code, want, out)
+		}
+	}
 }
 
 // installWebAppsAs installs WebApp's CRD under group, as a team would its

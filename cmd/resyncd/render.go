@@ -96,6 +96,12 @@ func renderParents(out io.Writer, cfg *config.Config, in io.Reader) error {
 	return nil
 }
 
+// parentDefaulter is a renderer that knows the parent kind's schema and
+// fills in its defaults (a graph with kro's spec.schema).
+type parentDefaulter interface {
+	Default(*unstructured.Unstructured)
+}
+
 // renderParent renders one parent with the renderer of its watched
 // resource and returns its children as YAML documents.
 func renderParent(cfg *config.Config, reg desired.Registry, parent *unstructured.Unstructured) (string, error) {
@@ -107,6 +113,11 @@ func renderParent(cfg *config.Config, reg desired.Registry, parent *unstructured
 	rd, err := reg.Get(r.RendererKey())
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", id, err)
+	}
+	if d, ok := rd.(parentDefaulter); ok {
+		// What the API server would have stored: a graph that declares its
+		// parent kind's schema (kro's spec.schema) defaults it.
+		d.Default(parent)
 	}
 	g, err := rd.Render(parent, nil)
 	if err != nil {

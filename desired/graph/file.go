@@ -38,6 +38,9 @@ type file struct {
 	// status is the template of the parent's status fields.
 	status *tmpl
 	line   int // of spec.status, for messages
+	// schema: spec.schema declares the parent kind (kro's SimpleSchema),
+	// which ParseSchema reads.
+	schema bool
 }
 
 // resource is one child of the graph.
@@ -114,11 +117,12 @@ func read(path string, data []byte, ps *problems) *file {
 	root := doc.Content[0]
 	f := &file{path: path}
 	top := fields(root, ps, "", "apiVersion", "kind", "metadata", "spec")
-	if v := scalar(top["apiVersion"]); v != APIVersion {
-		ps.add(line(top["apiVersion"], root), "apiVersion", "is %q, must be %s", v, APIVersion)
-	}
-	if v := scalar(top["kind"]); v != Kind {
-		ps.add(line(top["kind"], root), "kind", "is %q, must be %s", v, Kind)
+	switch av, kind := scalar(top["apiVersion"]), scalar(top["kind"]); {
+	case av == APIVersion && kind == Kind, av == KroAPIVersion && (kind == KroKind || kind == KroOldKind):
+	case av != APIVersion && av != KroAPIVersion:
+		ps.add(line(top["apiVersion"], root), "apiVersion", "is %q, must be %s (resyncd's Graph) or %s (kro's %s)", av, APIVersion, KroAPIVersion, KroKind)
+	default:
+		ps.add(line(top["kind"], root), "kind", "is %q, must be %s for %s, %s or %s for %s", kind, Kind, APIVersion, KroKind, KroOldKind, KroAPIVersion)
 	}
 	if md := top["metadata"]; md != nil {
 		f.name = scalar(fields(md, ps, "metadata", "name")["name"])
@@ -131,14 +135,10 @@ func read(path string, data []byte, ps *problems) *file {
 	sf := fields(spec, ps, "spec", "resources", "status", "schema")
 	status := sf["status"]
 	if sch := sf["schema"]; sch != nil {
-		// kro keeps the status under spec.schema, next to a schema for the
-		// CRD it generates; resyncd's parents have a CRD of their own.
-		sc := fields(sch, ps, "spec.schema", "status", "apiVersion", "kind", "group", "spec", "types", "additionalPrinterColumns")
-		for _, k := range []string{"apiVersion", "kind", "group", "spec", "types", "additionalPrinterColumns"} {
-			if n := sc[k]; n != nil {
-				ps.add(n.Line, "spec.schema."+k, "is not supported: the parent kind's CustomResourceDefinition defines it, resyncd does not generate one; remove it")
-			}
-		}
+		// kro keeps the status under spec.schema, next to the parent kind
+		// and the SimpleSchema of its CRD (ParseSchema reads those).
+		sc := fields(sch, nil, "spec.schema")
+		f.schema = sc["apiVersion"] != nil || sc["kind"] != nil || sc["spec"] != nil
 		if sc["status"] != nil {
 			if status != nil {
 				ps.add(sc["status"].Line, "spec.schema.status", "and spec.status are both set; keep one")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/openapi"
@@ -59,6 +60,33 @@ type Renderer struct {
 	resources  []*resource
 	status     *tmpl
 	childTypes []desired.ChildType
+	// schema is the parent kind the file declares (spec.schema with kro's
+	// SimpleSchema), and defaulter applies its defaults; nil when the
+	// parent kind's CRD is not the graph's.
+	schema    *Schema
+	defaulter *Defaulter
+}
+
+// Schema is the parent kind the graph file declares in spec.schema, from
+// which `resyncd crd` makes its CRD; nil when it declares none.
+func (r *Renderer) Schema() *Schema { return r.schema }
+
+// Default fills in parent the defaults of the parent kind's schema, as the
+// API server would have stored them: offline, a parent written by hand
+// renders as it would in the cluster. Without spec.schema it does nothing.
+func (r *Renderer) Default(parent *unstructured.Unstructured) {
+	if r.defaulter != nil {
+		r.defaulter.Default(parent.Object)
+	}
+}
+
+// defaulterOf is the defaulter of the CRD made from s.
+func defaulterOf(s *Schema) (*Defaulter, error) {
+	crd, err := CRD(s, nil)
+	if err != nil {
+		return nil, err
+	}
+	return NewDefaulter(crd.Spec.Versions[0].Schema.OpenAPIV3Schema)
 }
 
 var _ desired.Renderer = (*Renderer)(nil)
@@ -87,6 +115,9 @@ func Parse(path string, data []byte, opts Options) (*Renderer, error) {
 		return nil, ps.err()
 	}
 	r := &Renderer{name: f.name, budget: opts.CostBudget, status: f.status}
+	if f.schema {
+		r.schema = parseSchema(data, ps)
+	}
 	types, err := resolveTypes(f, opts, ps)
 	if err != nil {
 		return nil, err
@@ -122,6 +153,11 @@ func Parse(path string, data []byte, opts Options) (*Renderer, error) {
 	}
 	if len(ps.list) > 0 {
 		return nil, ps.err()
+	}
+	if r.schema != nil {
+		if r.defaulter, err = defaulterOf(r.schema); err != nil {
+			return nil, fmt.Errorf("%s: spec.schema: %w", path, err)
+		}
 	}
 	if r.resources, err = order(f, ps); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // TestLoadBadGraphs: every invalid-*.yaml graph gives exactly the problems
@@ -13,7 +14,8 @@ import (
 func TestLoadBadGraphs(t *testing.T) {
 	tests := map[string][]string{
 		"invalid-shape.yaml": {
-			`:6: spec.schema.spec: is not supported: the parent kind's CustomResourceDefinition defines it, resyncd does not generate one; remove it`,
+			`:6: spec.schema.kind: is missing: the parent kind, as WebApplication`,
+			`:6: spec.schema.apiVersion: is missing: the parent kind's version, as v1alpha1`,
 			`:8: resources[0].id: "Config" is not an identifier in lowerCamelCase (a letter, then letters and digits)`,
 			`:14: resources[config].template.metadata.namespace: children live in their parent's namespace (an owner reference cannot cross namespaces); remove it`,
 			`:15: resources[config]: id "config" is used by resources[1] already; ids must be unique`,
@@ -54,5 +56,38 @@ func TestLoadBadGraphs(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestLoadKroRGD: a kro ResourceGraphDefinition loads as it is, its
+// spec.schema included; a parent written the kro way, its defaults left
+// out, renders once Default applied what the CRD would: without, the
+// expressions that read a defaulted field fail.
+func TestLoadKroRGD(t *testing.T) {
+	r, err := Load("../../testdata/kro/storefront.yaml", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := r.Schema(); s == nil || s.GroupVersionKind().String() != "kro.run/v1alpha1, Kind=Storefront" {
+		t.Fatalf("schema = %+v, want the Storefront kind of kro.run/v1alpha1", s)
+	}
+	parent := decode(t, []byte(`{"apiVersion": "kro.run/v1alpha1", "kind": "Storefront",
+		"metadata": {"name": "shop", "namespace": "team", "uid": "u-1"}, "spec": {"name": "shop"}}`))
+	if _, err := r.Render(parent, nil); err == nil || !strings.Contains(err.Error(), "no such key") {
+		t.Errorf("without defaults: err %v, want a missing key", err)
+	}
+	r.Default(parent)
+	g, err := r.Render(parent, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"Deployment/shop", "Service/shop"}, kinds(g)); diff != "" {
+		t.Errorf("children (-want +got):\n%s", diff)
+	}
+	dep := g.Children[0].Object
+	replicas, _, _ := unstructured.NestedInt64(dep, "spec", "replicas")
+	containers, _, _ := unstructured.NestedSlice(dep, "spec", "template", "spec", "containers")
+	if replicas != 2 || len(containers) != 1 || containers[0].(map[string]any)["image"] != "nginx:1.27" {
+		t.Errorf("Deployment replicas %d, containers %v; want the schema's defaults 2 and nginx:1.27", replicas, containers)
 	}
 }

@@ -98,14 +98,24 @@ func ReadSchema(path string) (*Schema, error) {
 // messages.
 func ParseSchema(path string, data []byte) (*Schema, error) {
 	ps := &problems{path: path}
+	s := parseSchema(data, ps)
+	if err := ps.err(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// parseSchema is ParseSchema adding its problems to ps; nil when it found
+// no spec.schema to read.
+func parseSchema(data []byte, ps *problems) *Schema {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		ps.add(0, "", "not YAML: %v", err)
-		return nil, ps.err()
+		return nil
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		ps.add(0, "", "is empty or not a mapping; a graph file starts with apiVersion and kind")
-		return nil, ps.err()
+		return nil
 	}
 	root := doc.Content[0]
 	top := fields(root, nil, "")
@@ -115,22 +125,22 @@ func ParseSchema(path string, data []byte) (*Schema, error) {
 	default:
 		ps.add(root.Line, "apiVersion, kind", "are %q, %q; a graph file is a %s %s (or %s) or a %s %s",
 			av, kind, KroAPIVersion, KroKind, KroOldKind, APIVersion, Kind)
-		return nil, ps.err()
+		return nil
 	}
 	spec := top["spec"]
 	if spec == nil || spec.Kind != yaml.MappingNode {
 		ps.add(root.Line, "spec", "must be a mapping with schema and resources")
-		return nil, ps.err()
+		return nil
 	}
 	sf := fields(spec, nil, "")
 	sch := sf["schema"]
 	if sch == nil {
 		ps.add(spec.Line, "spec.schema", "is missing: the parent kind and its CRD are declared there (apiVersion, kind, spec)")
-		return nil, ps.err()
+		return nil
 	}
 	s := readSchema(sch, ps)
 	if s == nil {
-		return nil, ps.err()
+		return nil
 	}
 	if s.Status == nil && sf["status"] != nil {
 		// resyncd's Graph may keep the status beside the schema.
@@ -147,17 +157,15 @@ func ParseSchema(path string, data []byte) (*Schema, error) {
 		if _, err := ParseSimpleSchema(s.Spec, s.Types); err != nil {
 			var se *SchemaError
 			if !errors.As(err, &se) {
-				return nil, err
+				ps.add(lineAt(sch, nil), "spec.schema", "%v", err)
+				return s
 			}
 			for _, p := range se.Problems {
 				ps.add(lineAt(sch, p.Path), "spec.schema."+p.Field(), "%s", p.Message)
 			}
 		}
 	}
-	if err := ps.err(); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return s
 }
 
 // readSchema reads the fields of spec.schema.
