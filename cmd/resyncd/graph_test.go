@@ -86,6 +86,14 @@ func TestValidateGraphs(t *testing.T) {
 		t.Errorf("type error: exit %d, output:\n%s\nwant: %s", code, out, want)
 	}
 
+	// A status field the parent's CRD does not declare would be dropped by
+	// the API server, and the status written every pass.
+	cfg, kc = graphFiles(t, strings.Replace(webapp, "    configMap: ${config.metadata.name}", "    configMap: ${config.metadata.name}\n    colour: blue", 1), "")
+	out, code = resyncd(t, "validate", "--config", cfg, "--kubeconfig", kc)
+	if code != 1 || !strings.Contains(out, "spec.status.colour: is not a field of WebApp's status in its CustomResourceDefinition") {
+		t.Errorf("undeclared status field: exit %d, output:\n%s", code, out)
+	}
+
 	// Until children may leave the parent's namespace, a cluster-scoped
 	// kind is refused against the API server, as the chart refuses it.
 	cfg, kc = graphFiles(t, readFile(t, "../../testdata/graphs/cluster-scoped.yaml"), "")

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -150,6 +151,7 @@ func Parse(path string, data []byte, opts Options) (*Renderer, error) {
 			}
 		}
 		c.template(f.status, st, "the parent's status field", nil)
+		undeclaredStatus(f, st, opts.Parent.Kind, ps)
 	}
 	if len(ps.list) > 0 {
 		return nil, ps.err()
@@ -166,6 +168,26 @@ func Parse(path string, data []byte, opts Options) (*Renderer, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return r, nil
+}
+
+// undeclaredStatus reports the status fields of f that the parent's
+// status schema st does not declare: the API server drops them from what
+// resyncd applies, so the status would differ, and be written, every pass.
+// A schema that declares no field (or none known) checks nothing.
+func undeclaredStatus(f *file, st *apiservercel.DeclType, kind string, ps *problems) {
+	fields, ok := f.status.value.(map[string]any)
+	if st == nil || !st.IsObject() || len(st.Fields) == 0 || !ok {
+		return
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if name, ok := apiservercel.Escape(k); ok {
+			if _, found := st.Fields[name]; found {
+				continue
+			}
+		}
+		ps.add(f.line, "spec.status."+k, "is not a field of %s's status in its CustomResourceDefinition: the API server would drop it, "+
+			"and the status would be written again every pass; declare it in the CRD's status schema, or remove it", kind)
+	}
 }
 
 // resolveTypes asks Schemas for the type of the parent and of every kind
