@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -428,37 +427,13 @@ func sameOn(st, old map[string]any, owned []string) bool {
 		}
 	}
 	for _, k := range owned {
-		if _, gone := st[k]; !gone {
+		if _, present := st[k]; !present {
 			if _, ok := old[k]; ok {
 				return false
 			}
 		}
 	}
 	return true
-}
-
-// ownedStatusFields returns the top-level fields of p's status that the
-// field manager applied through the status subresource.
-func ownedStatusFields(p *unstructured.Unstructured, manager string) []string {
-	for _, mf := range p.GetManagedFields() {
-		if mf.Manager != manager || mf.Subresource != "status" || mf.FieldsV1 == nil {
-			continue
-		}
-		var fields struct {
-			Status map[string]json.RawMessage `json:"f:status"`
-		}
-		if err := json.Unmarshal(mf.FieldsV1.GetRawBytes(), &fields); err != nil {
-			return nil
-		}
-		out := make([]string, 0, len(fields.Status))
-		for k := range fields.Status {
-			if name, ok := strings.CutPrefix(k, "f:"); ok {
-				out = append(out, name)
-			}
-		}
-		return out
-	}
-	return nil
 }
 
 // isTransient says whether err may pass if the write is tried again.

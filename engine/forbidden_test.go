@@ -89,23 +89,33 @@ func (h *harness) impersonate(user string) {
 	h.engine = e
 }
 
+// refusedRepair converges an HttpService web in a new namespace ns, then
+// makes the engine act as user, who may not patch Deployments there, and
+// changes the Deployment as another writer would: the next repair is
+// refused with a 403. Events are recorded to the API server.
+func refusedRepair(t *testing.T, ns, user string) *harness {
+	t.Helper()
+	h := newHarness(t, testConfig(ns))
+	h.namespace(ns)
+	h.recordEvents()
+	h.createParent(ns, "web", map[string]any{"image": "nginx:1", "port": int64(8080)})
+	h.sync()
+	h.grant(ns, user, fixture.Rules("deployments"))
+	h.waitRBAC(ns, user, "deployments")
+	h.impersonate(user)
+	forceApply(t, h, "someone", ns, "web", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"`+ns+`"},
+		"spec":{"template":{"spec":{"containers":[{"name":"app","image":"nginx:2"}]}}}}`)
+	return h
+}
+
 // TestRefusedWriteIsNoFight: with patch on Deployments withheld, resyncd's
 // repairs are refused pass after pass. That is Stalled/Forbidden with one
 // Event, not another writer: no DriftRecurring. With the status write
 // refused too, the Forbidden Event is still recorded, once.
 func TestRefusedWriteIsNoFight(t *testing.T) {
 	ns := "refused"
-	h := newHarness(t, testConfig(ns))
-	h.namespace(ns)
-	h.recordEvents()
-	h.createParent(ns, "web", map[string]any{"image": "nginx:1", "port": int64(8080)})
-	h.sync()
 	const user = "resyncd-limited"
-	h.grant(ns, user, fixture.Rules("deployments"))
-	h.waitRBAC(ns, user, "deployments")
-	h.impersonate(user)
-	forceApply(t, h, "someone", ns, "web", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"refused"},
-		"spec":{"template":{"spec":{"containers":[{"name":"app","image":"nginx:2"}]}}}}`)
+	h := refusedRepair(t, ns, user)
 	for range 4 {
 		rep := h.sync()
 		if rep.Failed != 1 {
@@ -154,18 +164,7 @@ func TestRefusedWriteIsNoFight(t *testing.T) {
 // before, the same 403 is a refusal: Stalled/Forbidden.
 func TestForbiddenWhileServerWarmsUp(t *testing.T) {
 	ns := "warming"
-	h := newHarness(t, testConfig(ns))
-	h.namespace(ns)
-	h.recordEvents()
-	h.createParent(ns, "web", map[string]any{"image": "nginx:1", "port": int64(8080)})
-	h.sync()
-	const user = "resyncd-warming"
-	h.grant(ns, user, fixture.Rules("deployments"))
-	h.waitRBAC(ns, user, "deployments")
-	h.impersonate(user)
-	h.recordEvents()
-	forceApply(t, h, "someone", ns, "web", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"warming"},
-		"spec":{"template":{"spec":{"containers":[{"name":"app","image":"nginx:2"}]}}}}`)
+	h := refusedRepair(t, ns, "resyncd-warming")
 
 	for _, tc := range []struct {
 		name   string

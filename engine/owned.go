@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -167,4 +168,28 @@ func objectID(u *unstructured.Unstructured) string {
 		return u.GetKind() + "/" + u.GetName()
 	}
 	return u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
+}
+
+// ownedStatusFields returns the top-level fields of p's status that the
+// field manager applied through the status subresource.
+func ownedStatusFields(p *unstructured.Unstructured, manager string) []string {
+	for _, mf := range p.GetManagedFields() {
+		if mf.Manager != manager || mf.Subresource != "status" || mf.FieldsV1 == nil {
+			continue
+		}
+		var fields struct {
+			Status map[string]json.RawMessage `json:"f:status"`
+		}
+		if err := json.Unmarshal(mf.FieldsV1.GetRawBytes(), &fields); err != nil {
+			return nil
+		}
+		out := make([]string, 0, len(fields.Status))
+		for k := range fields.Status {
+			if name, ok := strings.CutPrefix(k, "f:"); ok {
+				out = append(out, name)
+			}
+		}
+		return out
+	}
+	return nil
 }
