@@ -57,7 +57,11 @@ func renderParents(out io.Writer, cfg *config.Config, in io.Reader) error {
 	reg := desired.DefaultRegistry()
 	for _, r := range cfg.Resources {
 		if r.Graph != "" {
-			gr, err := graph.Load(r.GraphPath(), celOptions(cfg.CEL))
+			opts, _, err := offlineOptions(r, cfg.CEL)
+			if err != nil {
+				return exitWith(1, err)
+			}
+			gr, err := graph.Load(r.GraphPath(), opts)
 			if err != nil {
 				return exitWith(1, err)
 			}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/google/cel-go/cel"
+	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -36,7 +37,8 @@ type SchemaResolver interface {
 type Options struct {
 	// Schemas, when set, types every expression: the parent's as Parent's
 	// schema, each child's as its kind's, and each value as the field it
-	// fills; and bounds the estimated cost of each. Nil: every variable is
+	// fills; and bounds the estimated cost of each. A kind it resolves to
+	// no schema (nil, no error) is left dynamic. Nil: every variable is
 	// dynamic and only syntax, references and order are checked.
 	Schemas SchemaResolver
 	// Parent is the parents' kind, to type them with Schemas.
@@ -50,6 +52,10 @@ type Options struct {
 	// CostBudget bounds what evaluating a parent's graph may cost, once for
 	// its children and once for its status; 0: DefaultCostBudget.
 	CostBudget uint64
+	// ParentSchema is the openAPIV3Schema of the parent kind's CRD, when it
+	// is a file of the team's beside a graph without spec.schema
+	// (ParentCRD.Options sets it): Renderer.Default applies its defaults.
+	ParentSchema *extv1.JSONSchemaProps
 }
 
 // Renderer renders the parents of one kind as a graph file declares: a
@@ -151,14 +157,19 @@ func Parse(path string, data []byte, opts Options) (*Renderer, error) {
 			}
 		}
 		c.template(f.status, st, "the parent's status field", nil)
-		undeclaredStatus(f, st, opts.Parent.Kind, ps)
+		undeclaredStatus(f, st, declaredStatus(opts), opts.Parent.Kind, ps)
 	}
 	if len(ps.list) > 0 {
 		return nil, ps.err()
 	}
-	if r.schema != nil {
+	switch {
+	case r.schema != nil:
 		if r.defaulter, err = defaulterOf(r.schema); err != nil {
 			return nil, fmt.Errorf("%s: spec.schema: %w", path, err)
+		}
+	case opts.ParentSchema != nil:
+		if r.defaulter, err = NewDefaulter(opts.ParentSchema); err != nil {
+			return nil, fmt.Errorf("%s: the parent kind's CRD: %w", path, err)
 		}
 	}
 	if r.resources, err = order(f, ps); err != nil {
@@ -173,13 +184,17 @@ func Parse(path string, data []byte, opts Options) (*Renderer, error) {
 // undeclaredStatus reports the status fields of f that the parent's
 // status schema st does not declare: the API server drops them from what
 // resyncd applies, so the status would differ, and be written, every pass.
-// A schema that declares no field (or none known) checks nothing.
-func undeclaredStatus(f *file, st *apiservercel.DeclType, kind string, ps *problems) {
+// A schema that declares no field (or none known) checks nothing; a field
+// of declared, which keeps any value and so has no CEL type, is declared.
+func undeclaredStatus(f *file, st *apiservercel.DeclType, declared map[string]bool, kind string, ps *problems) {
 	fields, ok := f.status.value.(map[string]any)
 	if st == nil || !st.IsObject() || len(st.Fields) == 0 || !ok {
 		return
 	}
 	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if declared[k] {
+			continue
+		}
 		if name, ok := apiservercel.Escape(k); ok {
 			if _, found := st.Fields[name]; found {
 				continue
@@ -188,6 +203,25 @@ func undeclaredStatus(f *file, st *apiservercel.DeclType, kind string, ps *probl
 		ps.add(f.line, "spec.status."+k, "is not a field of %s's status in its CustomResourceDefinition: the API server would drop it, "+
 			"and the status would be written again every pass; declare it in the CRD's status schema, or remove it", kind)
 	}
+}
+
+// declaredStatus are the fields the parent kind's schema declares in its
+// status, typed or not: one that keeps any value
+// (x-kubernetes-preserve-unknown-fields, as a status field that reads a
+// child is declared) has no CEL type, and is not among its type's fields.
+func declaredStatus(opts Options) map[string]bool {
+	if opts.Schemas == nil {
+		return nil
+	}
+	s, err := opts.Schemas.ResolveSchema(opts.Parent)
+	if err != nil || s == nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for k := range s.Properties["status"].Properties {
+		out[k] = true
+	}
+	return out
 }
 
 // resolveTypes asks Schemas for the type of the parent and of every kind
@@ -199,8 +233,8 @@ func resolveTypes(f *file, opts Options, ps *problems) (map[string]*apiservercel
 	}
 	declType := func(gvk schema.GroupVersionKind, name string) (*apiservercel.DeclType, error) {
 		s, err := opts.Schemas.ResolveSchema(gvk)
-		if err != nil {
-			return nil, err
+		if err != nil || s == nil {
+			return nil, err // no schema and no error: a kind left untyped
 		}
 		t := openapi.SchemaDeclType(s, true)
 		if t == nil {
