@@ -101,7 +101,8 @@ func renderParents(out io.Writer, cfg *config.Config, in io.Reader) error {
 }
 
 // parentDefaulter is a renderer that knows the parent kind's schema and
-// fills in its defaults (a graph with kro's spec.schema).
+// fills in its defaults (a graph with kro's spec.schema, or beside the
+// resource's crd file).
 type parentDefaulter interface {
 	Default(*unstructured.Unstructured)
 }
