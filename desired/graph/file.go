@@ -155,8 +155,16 @@ func read(path string, data []byte, ps *problems) *file {
 		}
 	}
 	res := sf["resources"]
-	if res == nil || res.Kind != yaml.SequenceNode || len(res.Content) == 0 {
-		ps.add(spec.Line, "spec.resources", "must list at least one resource")
+	switch {
+	case res != nil && res.Kind != yaml.SequenceNode && !(res.Kind == yaml.ScalarNode && res.Tag == "!!null"):
+		ps.add(res.Line, "spec.resources", "must be a list of resources")
+		return f
+	case res == nil || len(res.Content) == 0:
+		// A parent kind with a status only: kro allows it, for a kind that
+		// publishes values computed from its own spec.
+		if f.status == nil {
+			ps.add(spec.Line, "spec.resources", "lists no resource and spec.schema.status no field: the graph would do nothing")
+		}
 		return f
 	}
 	seen := map[string]int{}
