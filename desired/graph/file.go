@@ -163,7 +163,7 @@ func read(path string, data []byte, ps *problems) *file {
 		// A parent kind with a status only: kro allows it, for a kind that
 		// publishes values computed from its own spec.
 		if f.status == nil {
-			ps.add(spec.Line, "spec.resources", "lists no resource and spec.schema.status no field: the graph would do nothing")
+			ps.add(line(res, spec), "spec.resources", "lists no resource and spec.schema.status no field: the graph would do nothing")
 		}
 		return f
 	}
