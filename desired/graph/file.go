@@ -116,7 +116,9 @@ func read(path string, data []byte, ps *problems) *file {
 	}
 	root := doc.Content[0]
 	f := &file{path: path}
-	top := fields(root, ps, "", "apiVersion", "kind", "metadata", "spec")
+	// status is what kro's controller reports of an RGD: a file exported
+	// from a cluster has it, and it says nothing of the graph.
+	top := fields(root, ps, "", "apiVersion", "kind", "metadata", "spec", "status")
 	switch av, kind := scalar(top["apiVersion"]), scalar(top["kind"]); {
 	case av == APIVersion && kind == Kind, av == KroAPIVersion && (kind == KroKind || kind == KroOldKind):
 	case av != APIVersion && av != KroAPIVersion:
@@ -125,7 +127,10 @@ func read(path string, data []byte, ps *problems) *file {
 		ps.add(line(top["kind"], root), "kind", "is %q, must be %s for %s, %s or %s for %s", kind, Kind, APIVersion, KroKind, KroOldKind, KroAPIVersion)
 	}
 	if md := top["metadata"]; md != nil {
-		f.name = scalar(fields(md, ps, "metadata", "name")["name"])
+		// The rest of the object's metadata (labels, annotations, the
+		// namespace or finalizers of a file exported from a cluster) is
+		// the object's, not the graph's.
+		f.name = scalar(fields(md, nil, "metadata")["name"])
 	}
 	spec := top["spec"]
 	if spec == nil {
@@ -160,10 +165,12 @@ func read(path string, data []byte, ps *problems) *file {
 		ps.add(res.Line, "spec.resources", "must be a list of resources")
 		return f
 	case res == nil || len(res.Content) == 0:
-		// A parent kind with a status only: kro allows it, for a kind that
-		// publishes values computed from its own spec.
-		if f.status == nil {
-			ps.add(line(res, spec), "spec.resources", "lists no resource and spec.schema.status no field: the graph would do nothing")
+		// A parent kind with a status only, or with a schema only: kro
+		// allows both, for a kind that publishes values computed from its
+		// own spec, or that only holds data; its parents get their
+		// conditions.
+		if f.status == nil && !f.schema {
+			ps.add(line(res, spec), "spec.resources", "lists no resource, and the graph declares neither a parent kind (spec.schema) nor status fields: it would do nothing")
 		}
 		return f
 	}

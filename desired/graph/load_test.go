@@ -32,7 +32,7 @@ func TestLoadBadGraphs(t *testing.T) {
 			`:18: resources[second].template.data.y: ${second.data.y} refers to second, the resource it is part of`,
 		},
 		"invalid-empty.yaml": {
-			`:12: spec.resources: lists no resource and spec.schema.status no field: the graph would do nothing`,
+			`:8: spec.resources: lists no resource, and the graph declares neither a parent kind (spec.schema) nor status fields: it would do nothing`,
 		},
 		"invalid-cycle.yaml": {
 			`:6: resources[config]: is part of a cycle of references: config → deployment → config`,
