@@ -125,7 +125,7 @@ func Parse(path string, data []byte, opts Options) (*Renderer, error) {
 	if f.schema {
 		r.schema = parseSchema(data, ps)
 	}
-	types, err := resolveTypes(f, opts, ps)
+	types, parentSchema, err := resolveTypes(f, opts, ps)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +157,7 @@ func Parse(path string, data []byte, opts Options) (*Renderer, error) {
 			}
 		}
 		c.template(f.status, st, "the parent's status field", nil)
-		undeclaredStatus(f, st, declaredStatus(opts), opts.Parent.Kind, ps)
+		undeclaredStatus(f, parentSchema, opts.Parent.Kind, ps)
 	}
 	if len(ps.list) > 0 {
 		return nil, ps.err()
@@ -182,88 +182,75 @@ func Parse(path string, data []byte, opts Options) (*Renderer, error) {
 }
 
 // undeclaredStatus reports the status fields of f that the parent's
-// status schema st does not declare: the API server drops them from what
-// resyncd applies, so the status would differ, and be written, every pass.
-// A schema that declares no field (or none known) checks nothing; a field
-// of declared, which keeps any value and so has no CEL type, is declared.
-func undeclaredStatus(f *file, st *apiservercel.DeclType, declared map[string]bool, kind string, ps *problems) {
+// schema does not declare: the API server drops them from what resyncd
+// applies, so the status would differ, and be written, every pass. A
+// field declared with any value (x-kubernetes-preserve-unknown-fields, as
+// `resyncd crd` declares one it cannot type offline) is declared; a
+// status that keeps unknown fields, or declares none, checks nothing.
+func undeclaredStatus(f *file, parent *spec.Schema, kind string, ps *problems) {
 	fields, ok := f.status.value.(map[string]any)
-	if st == nil || !st.IsObject() || len(st.Fields) == 0 || !ok {
+	if parent == nil || !ok {
+		return
+	}
+	st, found := parent.Properties["status"]
+	if !found || len(st.Properties) == 0 || preservesUnknown(&st) {
 		return
 	}
 	for _, k := range slices.Sorted(maps.Keys(fields)) {
-		if declared[k] {
+		if _, found := st.Properties[k]; found {
 			continue
-		}
-		if name, ok := apiservercel.Escape(k); ok {
-			if _, found := st.Fields[name]; found {
-				continue
-			}
 		}
 		ps.add(f.line, "spec.status."+k, "is not a field of %s's status in its CustomResourceDefinition: the API server would drop it, "+
 			"and the status would be written again every pass; declare it in the CRD's status schema, or remove it", kind)
 	}
 }
 
-// declaredStatus are the fields the parent kind's schema declares in its
-// status, typed or not: one that keeps any value
-// (x-kubernetes-preserve-unknown-fields, as a status field that reads a
-// child is declared) has no CEL type, and is not among its type's fields.
-func declaredStatus(opts Options) map[string]bool {
-	if opts.Schemas == nil {
-		return nil
-	}
-	s, err := opts.Schemas.ResolveSchema(opts.Parent)
-	if err != nil || s == nil {
-		return nil
-	}
-	out := map[string]bool{}
-	for k := range s.Properties["status"].Properties {
-		out[k] = true
-	}
-	return out
+// preservesUnknown says whether s keeps fields it does not declare.
+func preservesUnknown(s *spec.Schema) bool {
+	v, ok := s.Extensions["x-kubernetes-preserve-unknown-fields"].(bool)
+	return ok && v
 }
 
 // resolveTypes asks Schemas for the type of the parent and of every kind
-// of child; without Schemas it returns an empty map.
-func resolveTypes(f *file, opts Options, ps *problems) (map[string]*apiservercel.DeclType, error) {
+// of child, and returns them with the parent's schema; without Schemas
+// it returns an empty map.
+func resolveTypes(f *file, opts Options, ps *problems) (map[string]*apiservercel.DeclType, *spec.Schema, error) {
 	types := map[string]*apiservercel.DeclType{}
 	if opts.Schemas == nil {
-		return types, nil
+		return types, nil, nil
 	}
-	declType := func(gvk schema.GroupVersionKind, name string) (*apiservercel.DeclType, error) {
-		s, err := opts.Schemas.ResolveSchema(gvk)
-		if err != nil || s == nil {
-			return nil, err // no schema and no error: a kind left untyped
+	declType := func(s *spec.Schema, name string) *apiservercel.DeclType {
+		if s == nil {
+			return nil // no schema and no error: a kind left untyped
 		}
 		t := openapi.SchemaDeclType(s, true)
 		if t == nil {
-			return nil, nil
+			return nil
 		}
-		return t.MaybeAssignTypeName(name), nil
+		return t.MaybeAssignTypeName(name)
 	}
-	t, err := declType(opts.Parent, "__parent__")
+	parent, err := opts.Schemas.ResolveSchema(opts.Parent)
 	if err != nil {
-		return nil, fmt.Errorf("%s: the schema of the parent kind %s: %w", f.path, opts.Parent.Kind, err)
+		return nil, nil, fmt.Errorf("%s: the schema of the parent kind %s: %w", f.path, opts.Parent.Kind, err)
 	}
-	types[ParentVar] = t
+	types[ParentVar] = declType(parent, "__parent__")
 	for _, res := range f.resources {
 		gv, err := schema.ParseGroupVersion(res.apiVersion)
 		if err != nil {
 			ps.add(res.line, res.where()+".template.apiVersion", "%q: %v", res.apiVersion, err)
 			continue
 		}
-		t, err := declType(gv.WithKind(res.kind), "__"+res.id+"__")
+		s, err := opts.Schemas.ResolveSchema(gv.WithKind(res.kind))
 		if err != nil {
 			ps.add(res.line, res.where()+".template", "%s %s: no schema from the API server (is the kind served?): %v", res.apiVersion, res.kind, err)
 			continue
 		}
-		types[res.id] = t
+		types[res.id] = declType(s, "__"+res.id+"__")
 	}
 	if len(ps.list) > 0 {
-		return nil, ps.err()
+		return nil, nil, ps.err()
 	}
-	return types, nil
+	return types, parent, nil
 }
 
 // resource compiles the expressions of one resource and checks what they

@@ -31,6 +31,9 @@ func TestLoadBadGraphs(t *testing.T) {
 			`:18: resources[second].template.data.x: ${nosuch.data.x}: at 1:1: undeclared reference to 'nosuch' (in container '')`,
 			`:18: resources[second].template.data.y: ${second.data.y} refers to second, the resource it is part of`,
 		},
+		"invalid-empty.yaml": {
+			`:8: spec.resources: lists no resource, and the graph declares neither a parent kind (spec.schema) nor status fields: it would do nothing`,
+		},
 		"invalid-cycle.yaml": {
 			`:6: resources[config]: is part of a cycle of references: config → deployment → config`,
 		},
