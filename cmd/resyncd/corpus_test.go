@@ -90,7 +90,8 @@ func TestCorpusConverges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg += fmt.Sprintf("  - {group: %q, version: %s, resource: %s, graph: %q, namespaces: [%s]}\n", gvr.Group, gvr.Version, gvr.Resource, abs, ns)
+		// The parent kind comes from the graph's spec.schema, as kro derives it.
+		cfg += fmt.Sprintf("  - {graph: %q, namespaces: [%s]}\n", abs, ns)
 	}
 	cfgPath := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
