@@ -108,6 +108,10 @@ type compiler struct {
 	maxEstimate uint64
 	budget      uint64
 	ps          *problems
+	// local are the variables of one resource only, a collection's
+	// iterators or each, with their types where known: read like the
+	// others, but no reference to another resource.
+	local map[string]*apiservercel.DeclType
 }
 
 // compile parses and checks e, finds what it reads, estimates its cost and
@@ -122,11 +126,13 @@ func (c *compiler) compile(e *expr) bool {
 	e.paths = map[string][][]string{}
 	reads(a.NativeRep().Expr(), c.declared(), e.paths)
 	for v := range e.paths {
-		e.refs = append(e.refs, v)
+		if _, ok := c.local[v]; !ok {
+			e.refs = append(e.refs, v)
+		}
 	}
 	sort.Strings(e.refs)
 	if c.maxEstimate > 0 {
-		est, err := c.env.EstimateCost(a, &library.CostEstimator{SizeEstimator: &sizes{types: c.types}})
+		est, err := c.env.EstimateCost(a, &library.CostEstimator{SizeEstimator: &sizes{types: c.types, local: c.local}})
 		if err != nil {
 			c.ps.add(e.line, e.where, "${%s}: estimate its cost: %v", e.src, err)
 			return false
@@ -220,6 +226,9 @@ func (c *compiler) declared() map[string]bool {
 	for n := range c.types {
 		m[n] = true
 	}
+	for n := range c.local {
+		m[n] = true
+	}
 	return m
 }
 
@@ -294,7 +303,7 @@ func selection(e celast.Expr) (string, []string, bool) {
 // it says (maxItems, maxLength, or what fits in the largest request), and
 // by the largest request the API server accepts otherwise.
 type sizes struct {
-	types map[string]*apiservercel.DeclType
+	types, local map[string]*apiservercel.DeclType
 }
 
 // EstimateSize implements checker.CostEstimator.
@@ -311,7 +320,11 @@ func (s *sizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 		}
 	}
 	if len(path) > 0 {
-		if t := s.types[path[0]]; t != nil {
+		t, ok := s.local[path[0]]
+		if !ok {
+			t = s.types[path[0]]
+		}
+		if t != nil {
 			for _, f := range path[1:] {
 				switch {
 				case t == nil:

@@ -28,7 +28,7 @@ var idPattern = regexp.MustCompile(`^[a-z][a-zA-Z0-9]*$`)
 var reserved = map[string]bool{ParentVar: true, "in": true, "as": true, "break": true, "const": true,
 	"continue": true, "else": true, "for": true, "function": true, "if": true, "import": true, "let": true,
 	"loop": true, "package": true, "namespace": true, "return": true, "var": true, "void": true, "while": true,
-	"true": true, "false": true, "null": true}
+	"true": true, "false": true, "null": true, EachVar: true}
 
 // file is a graph file as read, before its expressions are compiled.
 type file struct {
@@ -54,6 +54,9 @@ type resource struct {
 	readyWhen   []*expr
 	// deps are the ids of the other resources its template refers to.
 	deps []string
+	// forEach makes the resource a collection: one child for each
+	// combination of its iterators' items (collection.go).
+	forEach []*iterator
 }
 
 // where names the resource in messages, as kro's users know it.
@@ -187,16 +190,15 @@ func read(path string, data []byte, ps *problems) *file {
 		seen[r.id] = i
 		f.resources = append(f.resources, r)
 	}
+	checkIterators(f, ps)
 	return f
 }
 
 func readResource(n *yaml.Node, i int, ps *problems) *resource {
 	where := fmt.Sprintf("resources[%d]", i)
 	rf := fields(n, ps, where, "id", "template", "includeWhen", "readyWhen", "externalRef", "forEach")
-	for _, k := range []string{"externalRef", "forEach"} {
-		if m := rf[k]; m != nil {
-			ps.add(m.Line, where+"."+k, "is not supported by resyncd; see docs/graphs.md")
-		}
+	if m := rf["externalRef"]; m != nil {
+		ps.add(m.Line, where+".externalRef", "is not supported by resyncd; see docs/graphs.md")
 	}
 	r := &resource{id: scalar(rf["id"]), line: n.Line}
 	switch {
@@ -242,6 +244,7 @@ func readResource(n *yaml.Node, i int, ps *problems) *resource {
 	r.template = newTemplate(t, where+".template", ps)
 	r.includeWhen = conditions(rf["includeWhen"], where+".includeWhen", ps)
 	r.readyWhen = conditions(rf["readyWhen"], where+".readyWhen", ps)
+	r.forEach = readForEach(rf["forEach"], rf["externalRef"] != nil, where+".forEach", ps)
 	return r
 }
 

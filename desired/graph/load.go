@@ -133,14 +133,15 @@ func Parse(path string, data []byte, opts Options) (*Renderer, error) {
 	for _, res := range f.resources {
 		names = append(names, res.id)
 	}
-	e, err := env(names, types)
+	vars := variables(f, types)
+	e, err := env(names, vars)
 	if err != nil {
 		return nil, fmt.Errorf("%s: build the CEL environment: %w", path, err)
 	}
-	c := &compiler{env: e, types: types, budget: opts.CostBudget, ps: ps}
+	c := &compiler{env: e, types: vars, budget: opts.CostBudget, ps: ps}
 	for _, n := range names {
-		if _, ok := types[n]; !ok {
-			types[n] = nil // declared, untyped
+		if _, ok := vars[n]; !ok {
+			vars[n] = nil // declared, untyped
 		}
 	}
 	if opts.Schemas != nil {
@@ -151,7 +152,7 @@ func Parse(path string, data []byte, opts Options) (*Renderer, error) {
 	}
 	if f.status != nil {
 		var st *apiservercel.DeclType
-		if p := types[ParentVar]; p != nil && p.IsObject() {
+		if p := vars[ParentVar]; p != nil && p.IsObject() {
 			if fd, ok := p.Fields["status"]; ok {
 				st = fd.Type
 			}
@@ -262,6 +263,10 @@ func (c *compiler) resource(res *resource, t *apiservercel.DeclType) {
 			c.only(e, "the parent ("+ParentVar+")", ParentVar)
 			c.expect(e, cel.BoolType, "includeWhen")
 		}
+	}
+	if res.collection() {
+		c.collection(res, t)
+		return
 	}
 	for _, e := range res.readyWhen {
 		if c.compile(e) {
@@ -439,6 +444,9 @@ func childTypes(resources []*resource, status *tmpl, resourceOf func(schema.Grou
 		if len(r.readyWhen) == 0 {
 			keep = append(keep, readinessKeep...)
 		}
+		if r.collection() {
+			keep = append(keep, r.eachReads()...)
+		}
 		out[i].Keep = compact(keep)
 	}
 	return out, nil
@@ -461,7 +469,11 @@ func compact(paths []string) []string {
 
 // expressions returns every expression of r.
 func (r *resource) expressions() []*expr {
-	return slices.Concat(r.includeWhen, r.readyWhen, r.template.expressions())
+	out := slices.Concat(r.includeWhen, r.readyWhen, r.template.expressions())
+	for _, it := range r.forEach {
+		out = append(out, it.expr)
+	}
+	return out
 }
 
 // expressions returns every expression of t.
