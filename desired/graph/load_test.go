@@ -34,6 +34,23 @@ func TestLoadBadGraphs(t *testing.T) {
 		"invalid-empty.yaml": {
 			`:8: spec.resources: lists no resource, and the graph declares neither a parent kind (spec.schema) nor status fields: it would do nothing`,
 		},
+		"invalid-foreach.yaml": {
+			":7: resources[shape].forEach: must be a list of iterators, each a name and the list it ranges over, as `- region: ${schema.spec.regions}`",
+			":11: resources[names].forEach[0]: must map exactly one iterator name to its list, as `- region: ${schema.spec.regions}`",
+			":12: resources[names].forEach[1]: iterator \"Zone\" is not an identifier in lowerCamelCase (a letter, then letters and digits)",
+			":13: resources[names].forEach[2]: iterator \"item\" is a reserved word",
+			":14: resources[names].forEach: iterator \"shape\" is also the id of a resource; rename one",
+			":16: resources[names].forEach[5]: iterator \"tier\" is declared twice in this forEach",
+			":17: resources[names].forEach[6].port: \"${schema.spec.ports} and more\" must be exactly one expression, \"${…}\", that gives a list",
+			":25: resources[lists].forEach[1].zone: ${schema.spec.zones.filter(z, z.startsWith(region))} reads the iterator region: the iterators of a forEach are independent, their items combined as a cartesian product; to range over what depends on another item, make one list of the pairs with map() and flatten()",
+			":26: resources[lists].forEach[2].word: ${'abc'} is of type string, but a forEach iterates over a list",
+			":27: resources[lists].forEach[3].maybe: ${[omit()]}: omit() leaves a field of a template out; a forEach needs a list",
+			":28: resources[lists].forEach[4].again: ${lists.filter(l, l.metadata.name != '')} refers to lists, the collection it makes",
+			":31: resources[lists].readyWhen[1]: ${schema.spec.ready} refers to schema; it may refer to each item of the collection (each) only",
+			":32: resources[lists].readyWhen[2]: ${lists[0].data.ready == 'yes'} refers to lists; it may refer to each item of the collection (each) only",
+			":40: resources[unnamed].forEach: iterator tier is not part of metadata.name: items that differ only in tier would have one name; use every iterator in the name",
+			":47: resources[many].forEach: has 11 iterators; at most 10 are allowed",
+		},
 		"invalid-cycle.yaml": {
 			`:6: resources[config]: is part of a cycle of references: config → deployment → config`,
 		},
