@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
+	"github.com/google/cel-go/common"
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/traits"
@@ -313,6 +315,33 @@ func callsOmit(e celast.Expr) bool {
 		return slices.ContainsFunc([]celast.Expr{cp.IterRange(), cp.AccuInit(), cp.LoopCondition(), cp.LoopStep(), cp.Result()}, callsOmit)
 	}
 	return false
+}
+
+// maxRange is the most items lists.range makes (cel-go's limit, which
+// env keeps).
+const maxRange = 1_000_000
+
+// rangeEstimate estimates lists.range(n), forEach's way to count, by the
+// most it can make when n is not a literal, where cel-go's own estimate
+// has no bound and would refuse every such graph against schemas.
+func rangeEstimate() checker.CostOption {
+	return checker.OverloadCostEstimate("lists_range", func(_ checker.CostEstimator, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+		if target != nil || len(args) != 1 {
+			return nil
+		}
+		size := checker.SizeEstimate{Min: 0, Max: maxRange}
+		if e := args[0].Expr(); e.Kind() == celast.LiteralKind {
+			if v, ok := e.AsLiteral().(types.Int); ok {
+				n := uint64(max(0, min(int64(v), maxRange)))
+				size = checker.SizeEstimate{Min: n, Max: n}
+			}
+		}
+		// As cel-go counts it: one a list item, one for the call, and the
+		// list's making.
+		base := uint64(1 + common.ListCreateBaseCost)
+		cost := checker.CostEstimate{Min: size.Min + base, Max: size.Max + base}
+		return &checker.CallEstimate{CostEstimate: cost, ResultSize: &size}
+	})
 }
 
 // eachReads are the fields of its live objects that r's readyWhen reads

@@ -243,9 +243,9 @@ func TestCollectionReadiness(t *testing.T) {
 			Message: "summary waits for configs: 1 of its 2 items do not exist yet, the first ConfigMap team/demo-us-web"}, map[string]any{}},
 		{"one not ready", append(notReady, summary), desired.Readiness{Reason: "ConfigsNotReady",
 			Message: "ConfigMap team/demo-us-web: readyWhen ${each.data.tier != ''} is false"},
-			map[string]any{"configs": int64(2), "names": []any{"demo-eu-web", "demo-us-web"}}},
+			map[string]any{"configs": int64(2), "names": "demo-eu-web,demo-us-web"}},
 		{"ready", append(items, summary), desired.Readiness{Ready: true, Reason: "Ready", Message: "3 of 3 resources ready"},
-			map[string]any{"configs": int64(2), "names": []any{"demo-eu-web", "demo-us-web"}}},
+			map[string]any{"configs": int64(2), "names": "demo-eu-web,demo-us-web"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -318,7 +318,9 @@ func typed(typ string) spec.Schema {
 
 // TestCollectionTypes: with schemas, an iterator has the type of its
 // list's items and each the type of the collection's kind, and both are
-// checked against where they go.
+// checked against where they go; the costs estimated are those of kro's
+// idioms: lists.range over a count of the spec, a join of the items'
+// names.
 func TestCollectionTypes(t *testing.T) {
 	regions := spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"array"}, MaxItems: ptr(int64(50)),
 		Items: &spec.SchemaOrArray{Schema: &spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"string"}, MaxLength: ptr(int64(20))}}}}}
@@ -326,6 +328,8 @@ func TestCollectionTypes(t *testing.T) {
 	opts := Options{Parent: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "App"}, Schemas: schemas{
 		{Group: "example.com", Version: "v1", Kind: "App"}: ptr(object(map[string]spec.Schema{"metadata": meta,
 			"spec": object(map[string]spec.Schema{"regions": regions, "count": typed("integer")})})),
+		{Version: "v1", Kind: "ConfigMap"}: ptr(object(map[string]spec.Schema{"metadata": meta,
+			"data": {SchemaProps: spec.SchemaProps{Type: []string{"object"}, AdditionalProperties: &spec.SchemaOrBool{Allows: true, Schema: ptr(typed("string"))}}}})),
 		{Group: "apps", Version: "v1", Kind: "Deployment"}: ptr(object(map[string]spec.Schema{"metadata": meta,
 			"spec":   object(map[string]spec.Schema{"replicas": typed("integer")}),
 			"status": object(map[string]spec.Schema{"readyReplicas": typed("integer")})})),
@@ -345,6 +349,15 @@ spec:
         metadata: {name: "${region}-${string(n)}"}
         spec: {replicas: "%s"}
 `
+	// The collection is a list of up to 1,000 Deployments, each name at
+	// most 253 characters: the summary costs what joining those costs.
+	summary := `    - id: summary
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: summary}
+        data: {names: "${deployments.map(d, d.metadata.name).join(',')}"}
+`
 	tests := []struct {
 		name, iterator, ready, replicas, want string
 	}{
@@ -353,12 +366,13 @@ spec:
 			`g.yaml:14: resources[deployments].template.spec.replicas: ${region} is of type string, but Deployment's spec.replicas is int`},
 		{"each's type", "n: ${lists.range(3)}", "${each.status.readyReplicas}", "${n}",
 			`g.yaml:9: resources[deployments].readyWhen[0]: ${each.status.readyReplicas} is of type int, but readyWhen is bool`},
+		{"a range of the spec's count", "n: ${lists.range(schema.spec.count)}", "${each.status.readyReplicas == 1}", "${n}", ""},
 		{"not a list", "n: ${schema.spec.count}", "${each.status.readyReplicas == 1}", "${n}",
 			`g.yaml:8: resources[deployments].forEach[1].n: ${schema.spec.count} is of type int, but a forEach iterates over a list`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse("g.yaml", []byte(fmt.Sprintf(graph, tt.iterator, tt.ready, tt.replicas)), opts)
+			_, err := Parse("g.yaml", []byte(fmt.Sprintf(graph+summary, tt.iterator, tt.ready, tt.replicas)), opts)
 			got := ""
 			if err != nil {
 				got = err.Error()
