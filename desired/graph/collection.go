@@ -525,7 +525,7 @@ func tooLarge(res *resource, sizes []int64) error {
 		"would make %s; a collection makes at most %d: shorten the lists it iterates over", what, MaxCollectionSize)}
 }
 
-// live is the live object of the item of res named name, if it exists.
+// liveItem is the live object of the item of res named name, if it exists.
 func (ev *evaluation) liveItem(res *resource, name string) (desired.Child, bool) {
 	c, ok := ev.live[res.kind+"/"+name]
 	return c, ok && sameGroup(c, res)

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/resyncd/resyncd/desired"
@@ -381,5 +382,62 @@ spec:
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestCollectionChained: a collection may iterate over another: it waits
+// until every item of that one exists, then makes an item for each of
+// their live objects, referring to all of them.
+func TestCollectionChained(t *testing.T) {
+	r, err := Parse("g.yaml", []byte(`apiVersion: resyncd.io/v1alpha1
+kind: Graph
+spec:
+  resources:
+    - id: databases
+      forEach: [{db: "${schema.spec.databases}"}]
+      template:
+        apiVersion: v1
+        kind: Secret
+        metadata: {name: "${schema.metadata.name}-${db}"}
+    - id: backups
+      forEach: [{database: "${databases}"}]
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: "${database.metadata.name}-backup"}
+        data: {uid: "${database.metadata.uid}"}
+`), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := decode(t, []byte(`{"apiVersion": "v1", "kind": "P", "metadata": {"name": "p", "namespace": "ns"}, "spec": {"databases": ["a", "b"]}}`))
+	g, err := r.Render(parent, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"Secret/p-a", "Secret/p-b"}, kinds(g)); diff != "" {
+		t.Errorf("children (-want +got):\n%s", diff)
+	}
+	if len(g.Waiting) != 1 || g.Waiting[0].Reason != "WaitingForDatabases" || g.Waiting[0].Name != "" {
+		t.Errorf("waiting %+v, want the backups waiting for the databases, their names unknown", g.Waiting)
+	}
+	var live []desired.Child
+	for i, c := range g.Children {
+		o := c.DeepCopy()
+		o.SetUID(types.UID(fmt.Sprint("uid-", i)))
+		live = append(live, desired.Child{Kind: "Secret", Name: o.GetName(), Object: o.Object})
+	}
+	g, err = r.Render(parent, live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"Secret/p-a", "Secret/p-b", "ConfigMap/p-a-backup", "ConfigMap/p-b-backup"}, kinds(g)); diff != "" {
+		t.Errorf("children (-want +got):\n%s", diff)
+	}
+	if uid, _, _ := unstructured.NestedString(g.Children[3].Object, "data", "uid"); uid != "uid-1" {
+		t.Errorf("p-b-backup data.uid = %q, want the live uid of p-b", uid)
+	}
+	if diff := cmp.Diff([][]int{nil, nil, {0, 1}, {0, 1}}, g.Refs); diff != "" {
+		t.Errorf("refs (-want +got):\n%s", diff)
 	}
 }
