@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/resyncd/resyncd/config"
@@ -74,10 +76,14 @@ func (h *harness) items(ns, prefix string) []string {
 // them once they exist; over 2, the third is pruned, and the summary
 // updated, in one pass; then a pass writes nothing. A parent whose
 // collection would make 1,001 items is Stalled, CollectionTooLarge, with
-// no child written, and the other parent converges in the same passes.
+// one Warning Event and no child written, and the other parent converges
+// in the same passes.
 func TestGraphCollection(t *testing.T) {
 	ns := "graph-collection"
 	h, fanOuts := kroHarness(t, ns, "../testdata/kro/fan-out.yaml")
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: h.cs.EventsV1()})
+	b.StartRecordingToSink(t.Context().Done())
+	h.engine.events = b.NewRecorder(scheme.Scheme, "resyncd")
 	create := func(name string, spec map[string]any) {
 		t.Helper()
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kro.run/v1alpha1", "kind": "FanOut",
@@ -178,5 +184,10 @@ func TestGraphCollection(t *testing.T) {
 	}
 	if got := h.items(ns, "huge-"); len(got) != 0 {
 		t.Errorf("huge's children written: %d", len(got))
+	}
+	// One Warning Event for huge, on the transition, not one a pass.
+	want := map[string]int{"huge/" + graph.ReasonCollectionTooLarge: 1}
+	if got := fixture.WarningEvents(t, h.cs, ns, "FanOut", want); got["huge/"+graph.ReasonCollectionTooLarge] != 1 {
+		t.Errorf("Warning Events %v, want %v", got, want)
 	}
 }
