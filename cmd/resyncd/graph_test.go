@@ -162,9 +162,13 @@ spec: {name: shop}
 	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, code = resyncd(t, "render", "--config", cfg, "--parent", "../../testdata/kro/instances/fan-out.yaml")
+	instance := strings.Replace(readFile(t, "../../testdata/kro/instances/fan-out.yaml"), "  name: demo\n", "  name: demo\n  namespace: team\n", 1)
+	if err := os.WriteFile(parent, []byte(instance), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code = resyncd(t, "render", "--config", cfg, "--parent", parent)
 	for _, want := range []string{
-		"# FanOut default/demo: 6 children\n# waiting: summary waits for configs: 4 of its 4 items do not exist yet, the first ConfigMap default/demo-eu-web\n",
+		"# FanOut team/demo: 6 children\n# waiting: summary waits for configs: 4 of its 4 items do not exist yet, the first ConfigMap team/demo-eu-web\n",
 		"name: demo-eu-web\n", "name: demo-eu-api\n", "name: demo-us-web\n", "name: demo-us-api\n", "name: demo-backup-0\n", "name: demo-backup-1\n",
 		"  image: nginx:1.27\n",
 	} {
