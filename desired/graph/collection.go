@@ -132,17 +132,24 @@ func checkIterators(f *file, ps *problems) {
 }
 
 // variables are the types of the variables of every expression: the
-// parent's and each resource's, with a collection's id the list of its
-// kind's objects. types is returned as it is when no collection is typed.
+// parent's and each resource's, with a collection's id the list, of at
+// most MaxCollectionSize items, of its kind's objects (of any value when
+// its kind has no schema). types is returned as it is without a
+// collection.
 func variables(f *file, types map[string]*apiservercel.DeclType) map[string]*apiservercel.DeclType {
 	var vars map[string]*apiservercel.DeclType
 	for _, r := range f.resources {
-		if t := types[r.id]; r.collection() && t != nil {
-			if vars == nil {
-				vars = maps.Clone(types)
-			}
-			vars[r.id] = apiservercel.NewListType(t, MaxCollectionSize)
+		if !r.collection() {
+			continue
 		}
+		if vars == nil {
+			vars = maps.Clone(types)
+		}
+		t := types[r.id]
+		if t == nil {
+			t = apiservercel.DynType
+		}
+		vars[r.id] = apiservercel.NewListType(t, MaxCollectionSize)
 	}
 	if vars == nil {
 		return types

@@ -441,3 +441,37 @@ spec:
 		t.Errorf("refs (-want +got):\n%s", diff)
 	}
 }
+
+// TestCollectionUntypedKind: a collection of a kind with no schema (as
+// offline, the parent typed by spec.schema) is still a list of at most
+// 1,000 items: joining their names is within the estimate.
+func TestCollectionUntypedKind(t *testing.T) {
+	meta := object(map[string]spec.Schema{"name": typed("string")})
+	opts := Options{Parent: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "App"}, Schemas: schemas{
+		{Group: "example.com", Version: "v1", Kind: "App"}: ptr(object(map[string]spec.Schema{"metadata": meta,
+			"spec": object(map[string]spec.Schema{"count": typed("integer")})})),
+		// No type: the kind's objects are of any value.
+		{Group: "example.com", Version: "v1", Kind: "Widget"}: {},
+		{Version: "v1", Kind: "ConfigMap"}:                    {},
+	}}
+	_, err := Parse("g.yaml", []byte(`apiVersion: resyncd.io/v1alpha1
+kind: Graph
+spec:
+  resources:
+    - id: widgets
+      forEach: [{n: "${lists.range(schema.spec.count)}"}]
+      template:
+        apiVersion: example.com/v1
+        kind: Widget
+        metadata: {name: "${schema.metadata.name}-${string(n)}"}
+    - id: summary
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: "${schema.metadata.name}"}
+        data: {names: "${widgets.map(w, w.metadata.name).join(',')}"}
+`), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
