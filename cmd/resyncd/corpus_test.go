@@ -22,6 +22,7 @@ import (
 // its instance (testdata/kro/instances) has once converged.
 var corpusChildren = map[string]int{
 	"app-rbac":           3,
+	"fan-out":            7,
 	"graph-kind":         1,
 	"json-settings":      2,
 	"legacy-queue":       1,
