@@ -15,7 +15,7 @@ import (
 // TestCRDGolden: the CRD of each graph of testdata/kro, as `resyncd crd`
 // prints it.
 func TestCRDGolden(t *testing.T) {
-	for _, name := range []string{"storefront", "team-roster", "legacy-queue", "graph-kind"} {
+	for _, name := range []string{"storefront", "team-roster", "legacy-queue", "graph-kind", "external-config"} {
 		t.Run(name, func(t *testing.T) {
 			crd, err := CRDOfFile(filepath.Join("..", "..", "testdata", "kro", name+".yaml"))
 			if err != nil {

@@ -38,7 +38,14 @@ func (r *Renderer) Policy(parent *unstructured.Unstructured) desired.Policy {
 // and the live children it refers to. A resource that needs a field of a
 // child that does not exist yet waits.
 func (r *Renderer) Render(parent *unstructured.Unstructured, children []desired.Child) (desired.Graph, error) {
-	ev := r.evaluation(parent, children)
+	return r.RenderWith(parent, children, nil)
+}
+
+// RenderWith implements desired.ExternalRenderer: Render, with the
+// external objects the engine found; a resource that reads one not found
+// (or not read, as offline) waits.
+func (r *Renderer) RenderWith(parent *unstructured.Unstructured, children []desired.Child, external []desired.External) (desired.Graph, error) {
+	ev := r.evaluation(parent, children, external)
 	var g desired.Graph
 	index := map[string]int{} // of each resource rendered, in g.Children
 	for _, res := range r.resources {
@@ -79,9 +86,13 @@ type evaluation struct {
 	waits    map[string]*desired.Waiting
 	// names are the names of the resources resolved so far.
 	names map[string]string
+	// external is what the engine found for each external reference, by
+	// id (nil: none was read); missing says why one has no object.
+	external map[string]desired.External
+	missing  map[string]string
 }
 
-func (r *Renderer) evaluation(parent *unstructured.Unstructured, children []desired.Child) *evaluation {
+func (r *Renderer) evaluation(parent *unstructured.Unstructured, children []desired.Child, external []desired.External) *evaluation {
 	ev := &evaluation{
 		r: r, parent: parent, live: make(map[string]desired.Child, len(children)),
 		vars:     map[string]any{ParentVar: parent.Object},
@@ -91,6 +102,13 @@ func (r *Renderer) evaluation(parent *unstructured.Unstructured, children []desi
 	for _, c := range children {
 		ev.live[c.Kind+"/"+c.Name] = c
 	}
+	if len(r.externalTypes) > 0 {
+		ev.missing = map[string]string{}
+		ev.external = make(map[string]desired.External, len(external))
+		for _, x := range external {
+			ev.external[x.ID] = x
+		}
+	}
 	return ev
 }
 
@@ -98,6 +116,9 @@ func (r *Renderer) evaluation(parent *unstructured.Unstructured, children []desi
 // its name unless whole), and binds its live object for the resources
 // after it. It returns nil when res is left out or waits.
 func (ev *evaluation) resolve(res *resource, whole bool) (*unstructured.Unstructured, error) {
+	if res.external != nil {
+		return nil, ev.observe(res)
+	}
 	for _, d := range res.deps {
 		if ev.excluded[d] {
 			ev.excluded[res.id] = true
@@ -108,19 +129,8 @@ func (ev *evaluation) resolve(res *resource, whole bool) (*unstructured.Unstruct
 			return nil, nil
 		}
 	}
-	for _, e := range res.includeWhen {
-		v, err := ev.eval(e)
-		if err != nil {
-			return nil, ev.invalid(e, err)
-		}
-		b, ok := v.Value().(bool)
-		if !ok {
-			return nil, &desired.InvalidError{Field: e.where, Message: fmt.Sprintf("${%s} is %v, not a bool", e.src, v.Value())}
-		}
-		if !b {
-			ev.excluded[res.id] = true
-			return nil, nil
-		}
+	if in, err := ev.included(res); err != nil || !in {
+		return nil, err
 	}
 	value := runtime.DeepCopyJSONValue(res.template.value).(map[string]any)
 	for _, s := range res.template.slots {
@@ -148,6 +158,26 @@ func (ev *evaluation) resolve(res *resource, whole bool) (*unstructured.Unstruct
 		ev.vars[res.id] = c.Object
 	}
 	return obj, nil
+}
+
+// included evaluates the includeWhen of res; one that is false leaves res
+// out.
+func (ev *evaluation) included(res *resource) (bool, error) {
+	for _, e := range res.includeWhen {
+		v, err := ev.eval(e)
+		if err != nil {
+			return false, ev.invalid(e, err)
+		}
+		b, ok := v.Value().(bool)
+		if !ok {
+			return false, &desired.InvalidError{Field: e.where, Message: fmt.Sprintf("${%s} is %v, not a bool", e.src, v.Value())}
+		}
+		if !b {
+			ev.excluded[res.id] = true
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // fill evaluates the expressions of s. When one needs a field of another
@@ -221,6 +251,9 @@ func (ev *evaluation) wait(res *resource, dep, why string) {
 
 // absent says why resource id has no live object to refer to.
 func (ev *evaluation) absent(id string) string {
+	if why, ok := ev.missing[id]; ok {
+		return why
+	}
 	if w := ev.waits[id]; w != nil {
 		return "it waits too"
 	}
