@@ -13,6 +13,16 @@ import (
 
 var _ desired.ExternalRenderer = (*Renderer)(nil)
 
+// MaxExternalObjects is the most objects an external reference's selector
+// may select, as kro bounds a collection: the cost of what iterates over
+// them is estimated with it, and a parent whose selector selects more is
+// Stalled (ReasonTooManyExternal) rather than evaluated without a bound.
+const MaxExternalObjects = 1000
+
+// ReasonTooManyExternal is the Stalled reason of a parent whose external
+// reference selects more than MaxExternalObjects objects.
+const ReasonTooManyExternal = "TooManyExternalObjects"
+
 // ExternalTypes implements desired.ExternalRenderer: the kinds of the
 // graph's external references, with the fields expressions read.
 func (r *Renderer) ExternalTypes() []desired.ExternalType { return r.externalTypes }
@@ -120,6 +130,9 @@ func (ev *evaluation) observe(res *resource) error {
 		ev.missing[res.id] = what + " does not exist"
 	case ref.Name != "":
 		ev.vars[res.id] = x.Objects[0]
+	case len(x.Objects) > MaxExternalObjects:
+		return &desired.InvalidError{Reason: ReasonTooManyExternal, Field: res.where() + ".externalRef.metadata.selector",
+			Message: fmt.Sprintf("%s: %d objects, more than the %d an external reference may select; select fewer", what, len(x.Objects), MaxExternalObjects)}
 	default:
 		list := make([]any, len(x.Objects))
 		for i, o := range x.Objects {

@@ -106,7 +106,7 @@ func TestRenderExternal(t *testing.T) {
 			if diff := cmp.Diff(map[string]any{"region": "eu-west-1", "teams": "1"}, data); diff != "" {
 				t.Errorf("settings data (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(map[string]any{"region": "eu-west-1", "teamConfigs": "pay-db"}, st.Fields); diff != "" {
+			if diff := cmp.Diff(map[string]any{"region": "eu-west-1", "teamConfigs": int64(1)}, st.Fields); diff != "" {
 				t.Errorf("status fields (-want +got):\n%s", diff)
 			}
 		})

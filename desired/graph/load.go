@@ -237,7 +237,7 @@ func resolveTypes(f *file, opts Options, ps *problems) (map[string]*apiservercel
 		}
 		if t != nil && res.external != nil && res.external.selector {
 			// A selector reads a list of the kind's objects.
-			t = apiservercel.NewListType(t, -1)
+			t = apiservercel.NewListType(t, MaxExternalObjects)
 		}
 		types[res.id] = t
 	}

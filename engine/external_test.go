@@ -1,0 +1,225 @@
+package engine
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/cel/openapi/resolver"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/resyncd/resyncd/config"
+	"github.com/resyncd/resyncd/desired"
+	"github.com/resyncd/resyncd/desired/graph"
+	"github.com/resyncd/resyncd/internal/fixture"
+)
+
+const externalGraph = "../testdata/kro/external-config.yaml"
+
+var (
+	teamApps        = schema.GroupVersionResource{Group: "kro.run", Version: "v1alpha1", Resource: "teamapps"}
+	serviceAccounts = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
+)
+
+// externalHarness watches TeamApps in ns with testdata/kro/external-config.yaml,
+// its CRD made from the graph's spec.schema, and the graph compiled
+// against the API server's schemas as resyncd run does.
+func externalHarness(t *testing.T, ns string) *harness {
+	t.Helper()
+	crd, err := graph.CRDOfFile(externalGraph)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{CRDs: []*extv1.CustomResourceDefinition{crd}}); err != nil {
+		t.Fatal(err)
+	}
+	disc := discovery.NewDiscoveryClientForConfigOrDie(env.Config)
+	fixture.Eventually(t, "the OpenAPI schema of TeamApp published", 30*time.Second, func() bool {
+		paths, err := disc.OpenAPIV3().Paths()
+		_, ok := paths["apis/kro.run/v1alpha1"]
+		return err == nil && ok
+	})
+	g, err := graph.Load(externalGraph, graph.Options{Schemas: &resolver.ClientDiscoveryResolver{Discovery: disc},
+		Parent: teamApps.GroupVersion().WithKind("TeamApp")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(ns)
+	r := cfg.Resources[0]
+	r.Group, r.Version, r.Resource, r.Renderer, r.Graph = teamApps.Group, teamApps.Version, teamApps.Resource, "", externalGraph
+	cfg.Resources = []config.Resource{r}
+	reg := desired.DefaultRegistry()
+	reg[r.RendererKey()] = g
+	h := newHarnessWith(t, cfg, reg)
+	h.namespace(ns)
+	return h
+}
+
+func (h *harness) createTeamApp(ns, name, team string) {
+	h.t.Helper()
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kro.run/v1alpha1", "kind": "TeamApp",
+		"metadata": map[string]any{"name": name, "namespace": ns}, "spec": map[string]any{"team": team},
+	}}
+	if _, err := h.dyn.Resource(teamApps).Namespace(ns).Create(h.t.Context(), u, metav1.CreateOptions{}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// createByHand makes a ConfigMap as a person would, with kubectl's field
+// manager.
+func (h *harness) createByHand(ns, name string, labels, data map[string]string) *corev1.ConfigMap {
+	h.t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}, Data: data}
+	got, err := h.cs.CoreV1().ConfigMaps(ns).Create(h.t.Context(), cm, metav1.CreateOptions{FieldManager: "kubectl-create"})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return got
+}
+
+// TestExternalRefWaits: a parent whose external ConfigMap does not exist
+// waits — Reconciling, the reason and the object named, not Stalled — and
+// the child that reads it is not written, while the child that does not
+// is. Created by hand, the next pass writes the child with its values;
+// the pass after writes nothing; a change of the external object reaches
+// the child in the next pass. The external objects are never written,
+// and outlive the parent.
+func TestExternalRefWaits(t *testing.T) {
+	ns := "external-waits"
+	h := externalHarness(t, ns)
+	h.createTeamApp(ns, "checkout", "payments")
+
+	h.sync()
+	if _, err := h.get(configMaps, ns, "checkout-settings"); !apierrors.IsNotFound(err) {
+		t.Errorf("checkout-settings: %v, want not written while platform-settings does not exist", err)
+	}
+	h.mustGet(serviceAccounts, ns, "checkout")
+	parent := h.mustGet(teamApps, ns, "checkout")
+	if got := fixture.StatusReason(parent, "Reconciling"); got != "True/WaitingForPlatform" {
+		t.Errorf("Reconciling = %q, want True/WaitingForPlatform: %v", got, parent.Object["status"])
+	}
+	msg, _ := condition(t, parent, "Reconciling")["message"].(string)
+	if want := "v1 ConfigMap " + ns + "/platform-settings does not exist"; !strings.Contains(msg, want) {
+		t.Errorf("Reconciling message %q does not say %q", msg, want)
+	}
+	if got := fixture.StatusReason(parent, "Stalled"); strings.HasPrefix(got, "True") {
+		t.Errorf("Stalled = %q: waiting is not stalling", got)
+	}
+
+	platform := h.createByHand(ns, "platform-settings", nil, map[string]string{"region": "eu-west-1"})
+	team := h.createByHand(ns, "pay-db", map[string]string{"team": "payments"}, nil)
+	h.createByHand(ns, "ads-db", map[string]string{"team": "ads"}, nil)
+
+	h.sync()
+	settings := h.mustGet(configMaps, ns, "checkout-settings")
+	if data, _, _ := unstructured.NestedStringMap(settings.Object, "data"); data["region"] != "eu-west-1" || data["teams"] != "1" {
+		t.Errorf("checkout-settings data = %v, want region eu-west-1 read from platform-settings, 1 team ConfigMap", data)
+	}
+	parent = h.mustGet(teamApps, ns, "checkout")
+	if st, _ := parent.Object["status"].(map[string]any); st["region"] != "eu-west-1" || st["teamConfigs"] != int64(1) {
+		t.Errorf("status = %v, want region eu-west-1 and teamConfigs 1 (pay-db)", st)
+	}
+
+	h.log.reset()
+	h.sync()
+	if w := writes(h.log.reset()); len(w) != 0 {
+		t.Errorf("the pass after converging wrote: %v", w)
+	}
+
+	if _, err := h.cs.CoreV1().ConfigMaps(ns).Update(t.Context(), withData(h.getConfigMap(ns, "platform-settings"), "region", "us-east-2"),
+		metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	platform = h.getConfigMap(ns, "platform-settings")
+	h.sync()
+	if v, _, _ := unstructured.NestedString(h.mustGet(configMaps, ns, "checkout-settings").Object, "data", "region"); v != "us-east-2" {
+		t.Errorf("checkout-settings region = %q after the external object changed, want us-east-2", v)
+	}
+
+	h.log.reset()
+	h.deleteTeamApp(ns, "checkout")
+	h.sync()
+	for _, r := range h.log.reset() {
+		if !strings.HasPrefix(r, "GET ") && (strings.Contains(r, "/platform-settings") || strings.Contains(r, "/pay-db")) {
+			t.Errorf("a write to an external object: %s", r)
+		}
+	}
+	for _, want := range []*corev1.ConfigMap{platform, team} {
+		got := h.getConfigMap(ns, want.Name)
+		if got.ResourceVersion != want.ResourceVersion {
+			t.Errorf("%s: resourceVersion %s, want %s: resyncd wrote it", want.Name, got.ResourceVersion, want.ResourceVersion)
+		}
+		for _, m := range got.ManagedFields {
+			if m.Manager == "resyncd" {
+				t.Errorf("%s has fields of resyncd's field manager: %+v", want.Name, m)
+			}
+		}
+		if got.Labels[desired.LabelManagedBy] != "" || len(got.OwnerReferences) > 0 {
+			t.Errorf("%s stamped: labels %v, ownerReferences %v", want.Name, got.Labels, got.OwnerReferences)
+		}
+	}
+}
+
+// TestExternalRefOneList: parents that read the same external kind in
+// the same namespace cost one LIST of it in a pass, not one read each.
+func TestExternalRefOneList(t *testing.T) {
+	ns := "external-one-list"
+	h := externalHarness(t, ns)
+	h.createByHand(ns, "platform-settings", nil, map[string]string{"region": "eu-west-1"})
+	for _, name := range []string{"a", "b", "c", "d"} {
+		h.createTeamApp(ns, name, "team-"+name)
+		h.createByHand(ns, "db-"+name, map[string]string{"team": "team-" + name}, nil)
+	}
+	for pass := 1; pass <= 2; pass++ {
+		h.log.reset()
+		rep := h.sync()
+		var lists []string
+		for _, r := range h.log.reset() {
+			if strings.HasPrefix(r, "GET /api/v1/namespaces/"+ns+"/configmaps?") && !strings.Contains(r, "labelSelector") && !strings.Contains(r, "continue=") {
+				lists = append(lists, r)
+			}
+		}
+		if len(lists) != 1 || rep.ExternalLists != 1 {
+			t.Errorf("pass %d: %d LISTs of the namespace's ConfigMaps, ExternalLists %d; want 1 for 4 parents: %v", pass, len(lists), rep.ExternalLists, lists)
+		}
+	}
+	for _, name := range []string{"a", "b", "c", "d"} {
+		got, _, _ := unstructured.NestedInt64(h.mustGet(teamApps, ns, name).Object, "status", "teamConfigs")
+		if got != 1 {
+			t.Errorf("%s teamConfigs = %d, want 1: db-%s, its own team's only", name, got, name)
+		}
+	}
+	if rep := h.sync(); slices.Contains([]int{rep.Created, rep.Updated, rep.Deleted}, 1) {
+		t.Errorf("a pass after convergence wrote children: %+v", rep)
+	}
+}
+
+func (h *harness) getConfigMap(ns, name string) *corev1.ConfigMap {
+	h.t.Helper()
+	cm, err := h.cs.CoreV1().ConfigMaps(ns).Get(h.t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return cm
+}
+
+func (h *harness) deleteTeamApp(ns, name string) {
+	h.t.Helper()
+	if err := h.dyn.Resource(teamApps).Namespace(ns).Delete(h.t.Context(), name, metav1.DeleteOptions{}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func withData(cm *corev1.ConfigMap, k, v string) *corev1.ConfigMap {
+	cm.Data[k] = v
+	return cm
+}
