@@ -1,17 +1,23 @@
 package engine
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -34,6 +40,13 @@ var (
 // against the API server's schemas as resyncd run does.
 func externalHarness(t *testing.T, ns string) *harness {
 	t.Helper()
+	return externalHarnessWith(t, ns, externalGraph)
+}
+
+// externalHarnessWith is externalHarness with the graph at path, whose
+// parents are TeamApps too.
+func externalHarnessWith(t *testing.T, ns, path string) *harness {
+	t.Helper()
 	crd, err := graph.CRDOfFile(externalGraph)
 	if err != nil {
 		t.Fatal(err)
@@ -47,14 +60,14 @@ func externalHarness(t *testing.T, ns string) *harness {
 		_, ok := paths["apis/kro.run/v1alpha1"]
 		return err == nil && ok
 	})
-	g, err := graph.Load(externalGraph, graph.Options{Schemas: &resolver.ClientDiscoveryResolver{Discovery: disc},
+	g, err := graph.Load(path, graph.Options{Schemas: &resolver.ClientDiscoveryResolver{Discovery: disc},
 		Parent: teamApps.GroupVersion().WithKind("TeamApp")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := testConfig(ns)
 	r := cfg.Resources[0]
-	r.Group, r.Version, r.Resource, r.Renderer, r.Graph = teamApps.Group, teamApps.Version, teamApps.Resource, "", externalGraph
+	r.Group, r.Version, r.Resource, r.Renderer, r.Graph = teamApps.Group, teamApps.Version, teamApps.Resource, "", path
 	cfg.Resources = []config.Resource{r}
 	reg := desired.DefaultRegistry()
 	reg[r.RendererKey()] = g
@@ -222,4 +235,82 @@ func (h *harness) deleteTeamApp(ns, name string) {
 func withData(cm *corev1.ConfigMap, k, v string) *corev1.ConfigMap {
 	cm.Data[k] = v
 	return cm
+}
+
+// TestExternalRefForbidden: where resyncd may not LIST the external kind
+// in the namespace a graph reads it from, the parent is Stalled with the
+// reason and the server's refusal, and nothing that reads it is written;
+// granted the read, the next pass proceeds.
+func TestExternalRefForbidden(t *testing.T) {
+	ns, platformNS := "external-403", "external-403-platform"
+	const user = "resyncd-external"
+	path := filepath.Join(t.TempDir(), "graph.yaml")
+	if err := os.WriteFile(path, []byte(`
+apiVersion: resyncd.io/v1alpha1
+kind: Graph
+metadata: {name: forbidden}
+spec:
+  resources:
+    - id: platform
+      externalRef: {apiVersion: v1, kind: ConfigMap, metadata: {name: platform-settings, namespace: `+platformNS+`}}
+    - id: settings
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: "${schema.metadata.name}-settings"}
+        data: {region: "${platform.data.region}"}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := externalHarnessWith(t, ns, path)
+	h.namespace(platformNS)
+	h.createByHand(platformNS, "platform-settings", nil, map[string]string{"region": "eu-west-1"})
+	h.createTeamApp(ns, "a", "payments")
+	all := []string{"get", "list", "create", "patch", "delete"}
+	h.grant(ns, user, []rbacv1.PolicyRule{
+		{APIGroups: []string{"kro.run"}, Resources: []string{"teamapps"}, Verbs: []string{"list"}},
+		{APIGroups: []string{"kro.run"}, Resources: []string{"teamapps/status"}, Verbs: []string{"patch"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: all},
+	})
+	h.grant(platformNS, user, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list"}}})
+	h.waitAllowed(ns, user, "patch", "kro.run", "teamapps", "status")
+	h.impersonate(user)
+
+	rep := h.sync()
+	if rep.Stalled != 1 {
+		t.Errorf("stalled = %d, want 1", rep.Stalled)
+	}
+	s := condition(t, h.mustGet(teamApps, ns, "a"), desired.ConditionStalled)
+	if msg, _ := s["message"].(string); s["status"] != "True" || s["reason"] != ReasonExternalUnreadable || !strings.Contains(msg, "forbidden") ||
+		!strings.Contains(msg, "v1 ConfigMap "+platformNS+"/platform-settings") {
+		t.Errorf("Stalled = %v, want True/%s naming the object and the refusal", s, ReasonExternalUnreadable)
+	}
+	if _, err := h.get(configMaps, ns, "a-settings"); !apierrors.IsNotFound(err) {
+		t.Errorf("a-settings: %v, want not written", err)
+	}
+
+	h.grant(platformNS, user, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}}})
+	h.waitAllowed(platformNS, user, "list", "", "configmaps", "")
+	h.sync()
+	if v, _, _ := unstructured.NestedString(h.mustGet(configMaps, ns, "a-settings").Object, "data", "region"); v != "eu-west-1" {
+		t.Errorf("a-settings region = %q once the read is granted, want eu-west-1", v)
+	}
+	if got := fixture.StatusReason(h.mustGet(teamApps, ns, "a"), desired.ConditionStalled); strings.HasPrefix(got, "True") {
+		t.Errorf("Stalled = %q once the read is granted", got)
+	}
+}
+
+// waitAllowed waits until the API server's authorizer lets user make the
+// request.
+func (h *harness) waitAllowed(ns, user, verb, group, resource, sub string) {
+	h.t.Helper()
+	err := wait.PollUntilContextTimeout(h.t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: group, Resource: resource, Subresource: sub}}}
+		got, err := h.cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+		return err == nil && got.Status.Allowed, err
+	})
+	if err != nil {
+		h.t.Fatalf("RBAC for %s not in force: %v", user, err)
+	}
 }
