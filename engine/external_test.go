@@ -47,6 +47,13 @@ func externalHarness(t *testing.T, ns string) *harness {
 // parents are TeamApps too.
 func externalHarnessWith(t *testing.T, ns, path string) *harness {
 	t.Helper()
+	return externalHarnessTyped(t, ns, path, true)
+}
+
+// externalHarnessTyped is externalHarnessWith, the graph compiled with no
+// schema unless typed: as a graph of kinds not served loads offline.
+func externalHarnessTyped(t *testing.T, ns, path string, typed bool) *harness {
+	t.Helper()
 	crd, err := graph.CRDOfFile(externalGraph)
 	if err != nil {
 		t.Fatal(err)
@@ -60,8 +67,11 @@ func externalHarnessWith(t *testing.T, ns, path string) *harness {
 		_, ok := paths["apis/kro.run/v1alpha1"]
 		return err == nil && ok
 	})
-	g, err := graph.Load(path, graph.Options{Schemas: &resolver.ClientDiscoveryResolver{Discovery: disc},
-		Parent: teamApps.GroupVersion().WithKind("TeamApp")})
+	opts := graph.Options{}
+	if typed {
+		opts = graph.Options{Schemas: &resolver.ClientDiscoveryResolver{Discovery: disc}, Parent: teamApps.GroupVersion().WithKind("TeamApp")}
+	}
+	g, err := graph.Load(path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +138,7 @@ func TestExternalRefWaits(t *testing.T) {
 		t.Errorf("Stalled = %q: waiting is not stalling", got)
 	}
 
-	platform := h.createByHand(ns, "platform-settings", nil, map[string]string{"region": "eu-west-1"})
+	h.createByHand(ns, "platform-settings", nil, map[string]string{"region": "eu-west-1"})
 	team := h.createByHand(ns, "pay-db", map[string]string{"team": "payments"}, nil)
 	h.createByHand(ns, "ads-db", map[string]string{"team": "ads"}, nil)
 
@@ -152,7 +162,7 @@ func TestExternalRefWaits(t *testing.T) {
 		metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
 		t.Fatal(err)
 	}
-	platform = h.getConfigMap(ns, "platform-settings")
+	platform := h.getConfigMap(ns, "platform-settings")
 	h.sync()
 	if v, _, _ := unstructured.NestedString(h.mustGet(configMaps, ns, "checkout-settings").Object, "data", "region"); v != "us-east-2" {
 		t.Errorf("checkout-settings region = %q after the external object changed, want us-east-2", v)
@@ -313,4 +323,41 @@ func (h *harness) waitAllowed(ns, user, verb, group, resource, sub string) {
 	if err != nil {
 		h.t.Fatalf("RBAC for %s not in force: %v", user, err)
 	}
+}
+
+// TestExternalRefNotServed: an external kind the API server does not
+// serve stalls the parents that read it, naming the kind; a parent whose
+// includeWhen leaves the reference out proceeds in the same pass.
+func TestExternalRefNotServed(t *testing.T) {
+	ns := "external-404"
+	path := filepath.Join(t.TempDir(), "graph.yaml")
+	if err := os.WriteFile(path, []byte(`
+apiVersion: resyncd.io/v1alpha1
+kind: Graph
+metadata: {name: not-served}
+spec:
+  resources:
+    - id: widget
+      includeWhen: ["${schema.spec.team == 'widgets'}"]
+      externalRef: {apiVersion: example.com/v1, kind: Widget, metadata: {name: w}}
+    - id: account
+      template: {apiVersion: v1, kind: ServiceAccount, metadata: {name: "${schema.metadata.name}"}}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := externalHarnessTyped(t, ns, path, false)
+	h.createTeamApp(ns, "reads", "widgets")
+	h.createTeamApp(ns, "skips", "payments")
+	rep := h.sync()
+	if rep.Stalled != 1 {
+		t.Errorf("stalled = %d, want 1", rep.Stalled)
+	}
+	s := condition(t, h.mustGet(teamApps, ns, "reads"), desired.ConditionStalled)
+	if msg, _ := s["message"].(string); s["reason"] != ReasonExternalUnreadable || !strings.Contains(msg, "does not serve example.com/v1 Widget") {
+		t.Errorf("Stalled = %v, want %s naming the kind not served", s, ReasonExternalUnreadable)
+	}
+	if _, err := h.get(serviceAccounts, ns, "reads"); !apierrors.IsNotFound(err) {
+		t.Errorf("ServiceAccount reads: %v, want none written for a stalled parent", err)
+	}
+	h.mustGet(serviceAccounts, ns, "skips")
 }
