@@ -85,8 +85,8 @@ func (x *externals) end() {
 	}
 }
 
-// resolve returns what parent p reads: its references, each with the
-// objects found. A failure blocks the parent: a reference its spec makes
+// resolveExternals returns what parent p reads: its references, each with
+// the objects found. A failure blocks the parent: a reference its spec makes
 // invalid, or a LIST the API server refused. An error is the pass's: a
 // LIST that failed for another reason (no answer, 5xx) fails the pass,
 // which the next retries.
