@@ -176,6 +176,7 @@ func teamApp(t *testing.T, r *Renderer) *unstructured.Unstructured {
 		t.Fatal(err)
 	}
 	p := &unstructured.Unstructured{Object: obj}
+	p.SetNamespace("shop")
 	r.Default(p)
 	return p
 }

@@ -130,7 +130,9 @@ func read(path string, data []byte, ps *problems) *file {
 	}
 	root := doc.Content[0]
 	f := &file{path: path}
-	top := fields(root, ps, "", "apiVersion", "kind", "metadata", "spec")
+	// status is what kro's controller reports of an RGD: a file exported
+	// from a cluster has it, and it says nothing of the graph.
+	top := fields(root, ps, "", "apiVersion", "kind", "metadata", "spec", "status")
 	switch av, kind := scalar(top["apiVersion"]), scalar(top["kind"]); {
 	case av == APIVersion && kind == Kind, av == KroAPIVersion && (kind == KroKind || kind == KroOldKind):
 	case av != APIVersion && av != KroAPIVersion:
@@ -139,7 +141,10 @@ func read(path string, data []byte, ps *problems) *file {
 		ps.add(line(top["kind"], root), "kind", "is %q, must be %s for %s, %s or %s for %s", kind, Kind, APIVersion, KroKind, KroOldKind, KroAPIVersion)
 	}
 	if md := top["metadata"]; md != nil {
-		f.name = scalar(fields(md, ps, "metadata", "name")["name"])
+		// The rest of the object's metadata (labels, annotations, the
+		// namespace or finalizers of a file exported from a cluster) is
+		// the object's, not the graph's.
+		f.name = scalar(fields(md, nil, "metadata")["name"])
 	}
 	spec := top["spec"]
 	if spec == nil {
@@ -169,8 +174,18 @@ func read(path string, data []byte, ps *problems) *file {
 		}
 	}
 	res := sf["resources"]
-	if res == nil || res.Kind != yaml.SequenceNode || len(res.Content) == 0 {
-		ps.add(spec.Line, "spec.resources", "must list at least one resource")
+	switch {
+	case res != nil && res.Kind != yaml.SequenceNode && !(res.Kind == yaml.ScalarNode && res.Tag == "!!null"):
+		ps.add(res.Line, "spec.resources", "must be a list of resources")
+		return f
+	case res == nil || len(res.Content) == 0:
+		// A parent kind with a status only, or with a schema only: kro
+		// allows both, for a kind that publishes values computed from its
+		// own spec, or that only holds data; its parents get their
+		// conditions.
+		if f.status == nil && !f.schema {
+			ps.add(line(res, spec), "spec.resources", "lists no resource, and the graph declares neither a parent kind (spec.schema) nor status fields: it would do nothing")
+		}
 		return f
 	}
 	seen := map[string]int{}

@@ -42,6 +42,9 @@ func TestLoadBadGraphs(t *testing.T) {
 			`:29: resources[badSelector].externalRef.metadata.selector.matchFields: unknown key; known here: matchLabels, matchExpressions`,
 			`:30: resources[badSelector].externalRef.metadata.uid: unknown key; known here: name, namespace, selector`,
 		},
+		"invalid-empty.yaml": {
+			`:8: spec.resources: lists no resource, and the graph declares neither a parent kind (spec.schema) nor status fields: it would do nothing`,
+		},
 		"invalid-cycle.yaml": {
 			`:6: resources[config]: is part of a cycle of references: config → deployment → config`,
 		},
