@@ -491,6 +491,86 @@ func TestChartGraphKinds(t *testing.T) {
 	}
 }
 
+// TestChartExternalRef installs the chart with a graph that reads a
+// ConfigMap in a namespace it does not watch: a pass as the release's
+// ServiceAccount reads it and writes the child that uses it, with the
+// rules the chart derived, which let it read that namespace's ConfigMaps
+// and write none of them.
+func TestChartExternalRef(t *testing.T) {
+	ctx := t.Context()
+	fixture.InstallWebApps(t, env.Config)
+	admin := kubernetes.NewForConfigOrDie(env.Config)
+	for _, ns := range []string{"ext-system", "ext-in", "ext-platform"} {
+		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	platform := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "platform", Namespace: "ext-platform"}, Data: map[string]string{"region": "eu-west-1"}}
+	if _, err := admin.CoreV1().ConfigMaps("ext-platform").Create(ctx, platform, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	g := map[string]any{"apiVersion": "resyncd.io/v1alpha1", "kind": "Graph", "metadata": map[string]any{"name": "ext"},
+		"spec": map[string]any{"resources": []any{
+			map[string]any{"id": "platform", "externalRef": map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+				"metadata": map[string]any{"name": "platform", "namespace": "ext-platform"}}},
+			map[string]any{"id": "config", "template": map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+				"metadata": map[string]any{"name": "${schema.metadata.name}-config"}, "data": map[string]any{"region": "${platform.data.region}"}}},
+		}}}
+	cfg, sa := helmInstall(t, "ext", "ext-system", map[string]any{
+		"graphs": map[string]any{"ext.yaml": g},
+		"config": map[string]any{"resources": []any{
+			map[string]any{"group": "example.resyncd.io", "version": "v1alpha1", "resource": "webapps", "graph": "ext.yaml", "namespaces": []any{"ext-in"}},
+		}},
+	})
+	saKube := kubernetes.NewForConfigOrDie(sa)
+	fixture.Eventually(t, "the Roles in force", 30*time.Second, func() bool {
+		_, err1 := saKube.CoreV1().ConfigMaps("ext-in").List(ctx, metav1.ListOptions{})
+		_, err2 := saKube.CoreV1().ConfigMaps("ext-platform").List(ctx, metav1.ListOptions{})
+		return err1 == nil && err2 == nil
+	})
+	res := cfg.Resources[0]
+	rd, err := graph.Load(res.GraphPath(), graph.Options{
+		Schemas: &resolver.ClientDiscoveryResolver{Discovery: discovery.NewDiscoveryClientForConfigOrDie(sa)},
+		Parent:  fixture.WebApps.GroupVersion().WithKind("WebApp")})
+	if err != nil {
+		t.Fatalf("the mounted graph, typed as the ServiceAccount: %v", err)
+	}
+	reg := desired.DefaultRegistry()
+	reg[res.RendererKey()] = rd
+	webapp := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.resyncd.io/v1alpha1", "kind": "WebApp",
+		"metadata": map[string]any{"name": "site", "namespace": "ext-in"}, "spec": map[string]any{"image": "nginx"},
+	}}
+	if _, err := dynamic.NewForConfigOrDie(env.Config).Resource(fixture.WebApps).Namespace("ext-in").Create(ctx, webapp, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(engine.SettingsFrom(cfg), engine.Options{REST: sa, Renderers: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := eng.SyncOnce(ctx)
+	if err != nil {
+		t.Fatalf("pass as the ServiceAccount: %v", err)
+	}
+	if r := rep.Resources[0]; r.Created != 1 || r.Failed != 0 || r.Stalled != 0 {
+		t.Errorf("created %d, failed %d, stalled %d; want 1, 0, 0", r.Created, r.Failed, r.Stalled)
+	}
+	got, err := admin.CoreV1().ConfigMaps("ext-in").Get(ctx, "site-config", metav1.GetOptions{})
+	if err != nil || got.Data["region"] != "eu-west-1" {
+		t.Errorf("site-config: %v %v, want region eu-west-1 read from ext-platform", got.Data, err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "written", Namespace: "ext-platform"}}
+	forbidden := map[string]error{}
+	_, forbidden["create a ConfigMap in ext-platform"] = saKube.CoreV1().ConfigMaps("ext-platform").Create(ctx, cm, metav1.CreateOptions{})
+	forbidden["delete the external ConfigMap"] = saKube.CoreV1().ConfigMaps("ext-platform").Delete(ctx, "platform", metav1.DeleteOptions{})
+	_, forbidden["list ConfigMaps everywhere"] = saKube.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
+	for what, err := range forbidden {
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("%s: got %v, want Forbidden", what, err)
+		}
+	}
+}
+
 // TestChartKroGraph installs the chart with a kro ResourceGraphDefinition
 // named alone, installCRD set: the configuration it renders watches the
 // parent kind spec.schema declares, and the release's ServiceAccount may

@@ -241,3 +241,49 @@ func TestChartKindTable(t *testing.T) {
 		}
 	}
 }
+
+// TestChartExternalRefRBAC: an external reference is granted get and list,
+// never a write: in its literal namespace (a Role there, and nothing else
+// there but Events), in the resource's namespaces when its namespace is
+// the parent's, cluster-wide for a selector over every namespace. A kind
+// it only reads keeps its Role's rules to the read; one it also writes as
+// a child keeps the child's.
+func TestChartExternalRefRBAC(t *testing.T) {
+	ref := func(id string, x map[string]any) map[string]any { return map[string]any{"id": id, "externalRef": x} }
+	g := map[string]any{"apiVersion": "resyncd.io/v1alpha1", "kind": "Graph", "metadata": map[string]any{"name": "ext"},
+		"spec": map[string]any{"resources": []any{
+			ref("platform", map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "platform", "namespace": "platform-system"}}),
+			ref("token", map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "${schema.spec.secret}"}}),
+			ref("widgets", map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"selector": map[string]any{}}}),
+			ref("own", map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "x", "namespace": "${schema.metadata.namespace}"}}),
+			map[string]any{"id": "config", "template": map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "${schema.metadata.name}"}}},
+		}}}
+	vals := graphValues(g, map[string]any{"rbac": map[string]any{"customKinds": []any{
+		map[string]any{"group": "example.com", "kind": "Widget", "resource": "widgets"}}}})
+	vals["config"].(map[string]any)["resources"].([]any)[0].(map[string]any)["namespaces"] = []any{"team-a"}
+	got, err := render(t, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(group, resource string) rbacv1.PolicyRule {
+		return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{resource}, Verbs: []string{"get", "list"}}
+	}
+	events := rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}}
+	cluster, roles := rbacOf(t, got)
+	if diff := cmp.Diff([]rbacv1.PolicyRule{read("example.com", "widgets"), events}, cluster); diff != "" {
+		t.Errorf("ClusterRole rules (-want +got):\n%s", diff)
+	}
+	tenant := rules("example.resyncd.io", "webapps", "/configmaps")
+	tenant = slices.Insert(tenant, len(tenant)-1, read("", "secrets"))
+	want := map[string][]rbacv1.PolicyRule{"team-a": tenant, "platform-system": {read("", "configmaps"), events}}
+	if diff := cmp.Diff(want, roles); diff != "" {
+		t.Errorf("Role rules by namespace (-want +got):\n%s", diff)
+	}
+
+	// A kind the chart does not know is named, as a template's is.
+	g["spec"].(map[string]any)["resources"] = []any{ref("gadget", map[string]any{"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": map[string]any{"name": "g"}})}
+	_, err = render(t, graphValues(g, nil))
+	if want := `graphs["g.yaml"] spec.resources[0] (id gadget) externalRef: kind Gadget (example.com/v1) is not a namespaced built-in kind the chart knows`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v, want an error with %q", err, want)
+	}
+}

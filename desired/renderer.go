@@ -17,6 +17,8 @@ package desired
 //     observedGeneration and the conditions (Compose, conditions.go).
 // It is pure: no request, no clock but Observation.Now. A spec that cannot
 // be rendered is an *InvalidError: the parent is Stalled, nothing written.
+// A renderer that reads objects it never writes implements
+// ExternalRenderer as well (below); the engine reads them for it.
 // Renderers are built in (HTTPService) or declared in a graph file
 // (package graph).
 // Renderers are found by name in a Registry.
@@ -30,6 +32,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -253,6 +256,9 @@ type Observation struct {
 	Applied bool
 	// Waiting are the children that Render left waiting.
 	Waiting []Waiting
+	// External is what the engine found for the parent's external
+	// references (ExternalRenderer); nil for a renderer that reads none.
+	External []External
 }
 
 // Renderer turns a parent into its desired children and status. It is
@@ -362,4 +368,95 @@ func OwnerReference(parent *unstructured.Unstructured) metav1.OwnerReference {
 // childLabels are the labels of the pods of parent's workloads.
 func childLabels(parent string) map[string]string {
 	return map[string]string{LabelName: parent, LabelManagedBy: ManagedByValue, LabelParent: parent}
+}
+
+// ExternalRenderer is a Renderer whose children, or status, read objects
+// it never writes: external references, such as a ConfigMap a platform
+// team keeps. It is optional; a Renderer that reads none (HTTPService)
+// does not implement it. The engine, not the renderer, reads them: each
+// pass it asks ExternalRefs what every parent needs, LISTs each external
+// kind once per namespace needed (cached for the pass, paged, each object
+// reduced to ExternalType.Keep), and gives what it found to RenderWith
+// and, through Observation.External, to Status. External objects are
+// never written, stamped, pruned, or counted as children or drift.
+type ExternalRenderer interface {
+	Renderer
+	// ExternalTypes lists every kind of external object the renderer
+	// reads, in a fixed order; ExternalRef.Type indexes it.
+	ExternalTypes() []ExternalType
+	// ExternalRefs returns what parent reads, pure like Render: an
+	// *InvalidError stalls the parent (a selector that is not one).
+	ExternalRefs(parent *unstructured.Unstructured) ([]ExternalRef, error)
+	// RenderWith is Render given also what the engine found for each of
+	// ExternalRefs(parent). A ref with no External, or one whose object
+	// does not exist, leaves the children that read it waiting.
+	RenderWith(parent *unstructured.Unstructured, children []Child, external []External) (Graph, error)
+}
+
+// ExternalType is a kind of object a renderer reads and never writes.
+type ExternalType struct {
+	// GVR is what to LIST.
+	GVR schema.GroupVersionResource
+	// Kind is the kind of the objects.
+	Kind string
+	// Namespaced says the kind's objects live in namespaces.
+	Namespaced bool
+	// Keep lists the fields the renderer reads, as ChildType.Keep does;
+	// apiVersion, kind, name and namespace are always kept.
+	Keep []string
+}
+
+// ExternalRef is one read a parent needs: one object by name, or every
+// object a label selector selects.
+type ExternalRef struct {
+	// ID names the reference in the renderer's terms.
+	ID string
+	// Type is the index of its kind in ExternalTypes.
+	Type int
+	// Namespace is where to look; "" for a cluster-scoped kind, or for a
+	// selector over every namespace.
+	Namespace string
+	// Name is the object's name; empty when Selector is set.
+	Name string
+	// Selector selects a list of objects when Name is empty; nil selects
+	// every one.
+	Selector labels.Selector
+}
+
+// External is what the engine found for one ExternalRef.
+type External struct {
+	// ID is the ExternalRef's.
+	ID string
+	// Objects are the objects found, reduced to the type's Keep, sorted
+	// by namespace and name: at most one for a Name, none when it does
+	// not exist.
+	Objects []map[string]any
+	// Versions are the Objects' resourceVersions, in the same order: a
+	// parent whose externals and children kept their versions renders
+	// the same.
+	Versions []string
+}
+
+// WhereRef spells what ref reads for a person: "v1 ConfigMap
+// team/settings", or, for a selector, "v1 ConfigMap in team selected by
+// tier=gold".
+func WhereRef(t ExternalType, ref ExternalRef) string {
+	what := t.GVR.GroupVersion().String() + " " + t.Kind
+	if ref.Name != "" {
+		if ref.Namespace == "" {
+			return what + " " + ref.Name
+		}
+		return what + " " + ref.Namespace + "/" + ref.Name
+	}
+	where := " in every namespace"
+	if ref.Namespace != "" {
+		where = " in " + ref.Namespace
+	} else if !t.Namespaced {
+		where = ""
+	}
+	sel := "every object"
+	if ref.Selector != nil && !ref.Selector.Empty() {
+		sel = "selected by " + ref.Selector.String()
+	}
+	return what + where + " " + sel
 }

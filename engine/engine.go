@@ -103,6 +103,12 @@ type resourceState struct {
 	parentGVK schema.GroupVersionKind
 	// keepers keep what the renderer reads of the children of each kind.
 	keepers map[schema.GroupVersionResource]*keeper
+	// externals reads the renderer's external references, nil when it
+	// reads none; idleExternal holds, for each parent of idle, the
+	// versions of the external objects it read (externalVersions), and
+	// nextIdleExternal is filled by this pass, as nextIdle is.
+	externals                      *externals
+	idleExternal, nextIdleExternal map[memoKey]string
 }
 
 // driftRecord is how long a child has been found drifted, pass after pass.
@@ -296,6 +302,7 @@ func newEngine(cfg Settings, reader pageReader, writer objectWriter, opts Option
 		for _, ct := range rd.ChildTypes() {
 			rs.keepers[ct.GVR] = newKeeper(ct)
 		}
+		rs.externals = newExternals(rd)
 		e.resources = append(e.resources, rs)
 		e.metrics.initialize(rs)
 	}

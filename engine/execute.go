@@ -407,7 +407,8 @@ func status(rs *resourceState, p *unstructured.Unstructured, obs desired.Observa
 
 // observe is what the status of j's parent is computed from.
 func (e *Engine) observe(j *job) desired.Observation {
-	obs := desired.Observation{Now: e.now(), Pending: j.pending, Withheld: j.withheld, Failure: j.failure, Applied: j.applied, Held: j.held, Waiting: j.waiting}
+	obs := desired.Observation{Now: e.now(), Pending: j.pending, Withheld: j.withheld, Failure: j.failure, Applied: j.applied, Held: j.held, Waiting: j.waiting,
+		External: j.external}
 	if obs.Failure == nil && len(j.taken) > 0 {
 		obs.Failure = &desired.Failure{Reason: ReasonNameTaken, Message: strings.Join(j.taken, "; ")}
 	}

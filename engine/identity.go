@@ -16,8 +16,14 @@ import (
 // identity (desired.Stamp): renderers give content only, so none can get
 // the identity wrong, and the selector that LISTs the children is built in
 // one place, desired.ChildSelector.
-func (e *Engine) render(rs *resourceState, p *unstructured.Unstructured, live []desired.Child) (desired.Graph, error) {
-	g, err := rs.renderer.Render(p, live)
+func (e *Engine) render(rs *resourceState, p *unstructured.Unstructured, live []desired.Child, external []desired.External) (desired.Graph, error) {
+	var g desired.Graph
+	var err error
+	if rs.externals != nil {
+		g, err = rs.externals.renderer.RenderWith(p, live, external)
+	} else {
+		g, err = rs.renderer.Render(p, live)
+	}
 	if err != nil {
 		return g, err
 	}

@@ -111,8 +111,10 @@ type job struct {
 	// the children its renderer left waiting for others.
 	inputs  []desired.Child
 	waiting []desired.Waiting
-	failure *desired.Failure
-	taken   []string // why each child whose name is someone else's is not written
+	// external is what was found for the parent's external references.
+	external []desired.External
+	failure  *desired.Failure
+	taken    []string // why each child whose name is someone else's is not written
 	// statusFields are the top-level status fields resyncd's field manager
 	// owns on the parent: one the status no longer has must be removed.
 	statusFields []string
@@ -186,6 +188,13 @@ func (e *Engine) planPass(ctx context.Context, rs *resourceState, rep *ResourceR
 	return jobs, nil
 }
 
+// externalRead is what a pass found for one parent's external
+// references, or the failure that blocks it.
+type externalRead struct {
+	found   []desired.External
+	failure *desired.Failure
+}
+
 // begin readies what a pass learns for the next one.
 func (rs *resourceState) begin() {
 	rs.nextNoops = map[noopKey]bool{}
@@ -194,6 +203,10 @@ func (rs *resourceState) begin() {
 	rs.nextTaken = map[childKey]bool{}
 	rs.nextRepaired = map[childKey]bool{}
 	rs.nextAnnounced = map[types.UID]string{}
+	if rs.externals != nil {
+		rs.externals.begin()
+		rs.nextIdleExternal = map[memoKey]string{}
+	}
 }
 
 // end keeps what the pass learnt, and only that, for the next one.
@@ -204,6 +217,8 @@ func (rs *resourceState) end() {
 	rs.noops, rs.nextNoops = rs.nextNoops, nil
 	rs.memo, rs.nextMemo = rs.nextMemo, nil
 	rs.idle, rs.nextIdle = rs.nextIdle, nil
+	rs.idleExternal, rs.nextIdleExternal = rs.nextIdleExternal, nil
+	rs.externals.end()
 }
 
 // readChildren LISTs every kind of child and reduces each as it arrives.
@@ -275,13 +290,20 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 		}
 		rep.Parents++
 		mine := slices.Concat(byController[p.GetUID()], byName[p.GetNamespace()+"/"+p.GetName()])
-		if e.stillIdle(rs, p, children, mine, claimed, rep) {
+		var ext externalRead
+		if rs.externals != nil {
+			var err error
+			if ext.found, ext.failure, err = e.resolveExternals(ctx, rs, p, rep); err != nil {
+				return err
+			}
+		}
+		if e.stillIdle(rs, p, children, mine, claimed, rep, ext) {
 			return nil
 		}
 		statusFields := ownedStatusFields(p, e.cfg.FieldManager)
 		p.SetManagedFields(nil) // not needed any more; the largest part of a small object
 		sort.Slice(mine, func(a, b int) bool { return mine[a].key.less(mine[b].key) })
-		j := e.planParent(rs, p, children, mine, claimed, seenDrift, now, rep)
+		j := e.planParent(rs, p, children, mine, claimed, seenDrift, now, rep, ext)
 		j.statusFields = statusFields
 		if j.failure == nil {
 			// Children it no longer renders, for example the
@@ -296,7 +318,11 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 		if !e.idle(rs, j) {
 			jobs = append(jobs, j)
 		} else if e.cfg.DriftCheck != config.DriftCheckServer && !e.keepFields && len(j.taken)+len(j.held) == 0 {
-			rs.nextIdle[memoKey{uid: p.GetUID(), resourceVersion: p.GetResourceVersion()}] = j.synced
+			key := memoKey{uid: p.GetUID(), resourceVersion: p.GetResourceVersion()}
+			rs.nextIdle[key] = j.synced
+			if rs.externals != nil {
+				rs.nextIdleExternal[key] = externalVersions(j.external)
+			}
 		}
 		return nil
 	})
@@ -340,11 +366,19 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 // the status would come out the same, and are skipped; the children are
 // counted in sync and claimed, and what tier 2 learnt of them is kept.
 func (e *Engine) stillIdle(rs *resourceState, p *unstructured.Unstructured, children map[childKey]*liveChild,
-	mine []*liveChild, claimed map[childKey]bool, rep *ResourceReport) bool {
+	mine []*liveChild, claimed map[childKey]bool, rep *ResourceReport, ext externalRead) bool {
 	key := memoKey{uid: p.GetUID(), resourceVersion: p.GetResourceVersion()}
 	synced, ok := rs.idle[key]
 	if !ok {
 		return false
+	}
+	if rs.externals != nil {
+		// The external objects it read must be the same versions too.
+		v, ok := rs.idleExternal[key]
+		if !ok || ext.failure != nil || v != externalVersions(ext.found) {
+			return false
+		}
+		defer func() { rs.nextIdleExternal[key] = v }()
 	}
 	for _, s := range synced {
 		c := children[s.key]
@@ -440,7 +474,7 @@ func sortJobs(jobs []*job) {
 }
 
 func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, children map[childKey]*liveChild, mine []*liveChild,
-	claimed map[childKey]bool, seenDrift map[childKey]driftRecord, now time.Time, rep *ResourceReport) *job {
+	claimed map[childKey]bool, seenDrift map[childKey]driftRecord, now time.Time, rep *ResourceReport, ext externalRead) *job {
 	policy := rs.renderer.Policy(p)
 	j := &job{parent: p, priority: policy.Priority, since: now}
 	if policy.Paused {
@@ -451,7 +485,12 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 		j.withheld = desired.WithheldWarn
 	}
 	j.inputs = summaries(mine)
-	g, err := e.render(rs, p, j.inputs)
+	j.external = ext.found
+	if ext.failure != nil {
+		j.failure = ext.failure
+		return j
+	}
+	g, err := e.render(rs, p, j.inputs, j.external)
 	if err != nil {
 		var ie *desired.InvalidError
 		if errors.As(err, &ie) {
@@ -618,7 +657,7 @@ func (e *Engine) materialize(rs *resourceState, j *job) error {
 	if len(missing) == 0 || j.parent == nil {
 		return nil
 	}
-	g, err := e.render(rs, j.parent, j.inputs)
+	g, err := e.render(rs, j.parent, j.inputs, j.external)
 	if err != nil {
 		return err
 	}

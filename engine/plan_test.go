@@ -74,7 +74,7 @@ func planParentObject(name string, spec map[string]any, annotations map[string]s
 // with resyncd's managedFields entry, then changed by edit.
 func liveChildren(t *testing.T, e *Engine, p *unstructured.Unstructured, edit func(kind string, u *unstructured.Unstructured)) []*unstructured.Unstructured {
 	t.Helper()
-	g, err := e.render(e.resources[0], p, nil)
+	g, err := e.render(e.resources[0], p, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,6 +46,9 @@ type ResourceReport struct {
 	Transient int
 	// Stalled counts the parents blocked by a permanent error.
 	Stalled int
+	// ExternalLists counts the LISTs of external references' kinds: one
+	// per kind and namespace the pass's parents read.
+	ExternalLists int
 	// Drifts are the drifted, missing and orphaned children; kept only with
 	// Options.KeepFields, for `resyncd diff`.
 	Drifts []Drift

@@ -22,6 +22,7 @@ import (
 // its instance (testdata/kro/instances) has once converged.
 var corpusChildren = map[string]int{
 	"app-rbac":           3,
+	"external-config":    2,
 	"fan-out":            7,
 	"graph-kind":         1,
 	"json-settings":      2,
@@ -82,6 +83,7 @@ func TestCorpusConverges(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: create the instance: %v", name, err)
 		}
+		createExternal(t, dyn, ns, filepath.Join("../../testdata/kro/instances", name+".external.yaml"))
 		r, err := graph.Load(p, graph.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -162,8 +164,32 @@ func TestCorpusConverges(t *testing.T) {
 	if st := get("workers", "thumbnails"); st["workers"] != int64(5) {
 		t.Errorf("Worker status: %v", st)
 	}
+	// Read from the external ConfigMaps, which resyncd never writes.
+	if st := get("teamapps", "checkout"); st["region"] != "eu-west-1" || st["teamConfigs"] != int64(1) {
+		t.Errorf("TeamApp status: %v", st)
+	}
 	if st := get("webstacks", "storefront"); st["endpoint"] != "http://storefront.corpus.svc:80" || st["replicas"] != int64(3) {
 		t.Errorf("WebStack status: %v", st)
+	}
+}
+
+// createExternal creates, as a person would, the objects of path (none
+// when there is no such file): those the graph's external references read.
+func createExternal(t *testing.T, dyn dynamic.Interface, ns, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for doc := range strings.SplitSeq(string(data), "\n---\n") {
+		u := decode(t, doc)
+		gvr := schema.GroupVersionResource{Version: "v1", Resource: strings.ToLower(u.GetKind()) + "s"}
+		if _, err := dyn.Resource(gvr).Namespace(ns).Create(t.Context(), u, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
 	}
 }
 

@@ -38,6 +38,8 @@ func TestCRDAccepted(t *testing.T) {
 			`{name: q, retention: {days: 7, archive: {enabled: true, bucket: archive}}}`},
 		{"graph-kind", `{apiVersion: notes.example.com/v1, kind: Note, metadata: {name: note}, spec: {text: hi}}`,
 			`{text: hi, color: green}`},
+		{"external-config", `{apiVersion: kro.run/v1alpha1, kind: TeamApp, metadata: {name: checkout}, spec: {team: payments}}`,
+			`{team: payments, platformConfig: platform-settings}`},
 	}
 	if _, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(t.Context(),
 		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}},

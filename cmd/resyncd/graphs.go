@@ -120,6 +120,13 @@ func renderers(cfg *config.Config, resources []config.Resource, disc discovery.D
 			}
 			return m.Resource, nil
 		}
+		opts.External = func(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
+			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			if err != nil {
+				return schema.GroupVersionResource{}, false, fmt.Errorf("not served by the API server: %w", err)
+			}
+			return m.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace, nil
+		}
 		g, err := loadWhenPublished(r.GraphPath(), opts)
 		if err != nil {
 			errs = append(errs, err)

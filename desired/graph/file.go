@@ -45,11 +45,14 @@ type file struct {
 
 // resource is one child of the graph.
 type resource struct {
-	id          string
-	line        int
-	apiVersion  string
-	kind        string
-	template    *tmpl
+	id         string
+	line       int
+	apiVersion string
+	kind       string
+	template   *tmpl
+	// external is set instead of template for an object the graph reads
+	// and never writes (externalRef).
+	external    *externalRef
 	includeWhen []*expr
 	readyWhen   []*expr
 	// deps are the ids of the other resources its template refers to.
@@ -57,6 +60,17 @@ type resource struct {
 	// forEach makes the resource a collection: one child for each
 	// combination of its iterators' items (collection.go).
 	forEach []*iterator
+}
+
+// externalRef is what a resource's externalRef names: one object by name,
+// or the objects a label selector selects (selector).
+type externalRef struct {
+	// metadata is the template of its metadata: name, namespace, selector.
+	metadata *tmpl
+	selector bool
+	// namespace says metadata sets a namespace.
+	namespace bool
+	line      int
 }
 
 // where names the resource in messages, as kro's users know it.
@@ -197,9 +211,6 @@ func read(path string, data []byte, ps *problems) *file {
 func readResource(n *yaml.Node, i int, ps *problems) *resource {
 	where := fmt.Sprintf("resources[%d]", i)
 	rf := fields(n, ps, where, "id", "template", "includeWhen", "readyWhen", "externalRef", "forEach")
-	if m := rf["externalRef"]; m != nil {
-		ps.add(m.Line, where+".externalRef", "is not supported by resyncd; see docs/graphs.md")
-	}
 	r := &resource{id: scalar(rf["id"]), line: n.Line}
 	switch {
 	case r.id == "":
@@ -213,11 +224,32 @@ func readResource(n *yaml.Node, i int, ps *problems) *resource {
 		return nil
 	}
 	where = r.where()
-	t := rf["template"]
-	if t == nil || t.Kind != yaml.MappingNode {
-		ps.add(n.Line, where+".template", "must be the child object to create")
+	t, x := rf["template"], rf["externalRef"]
+	switch {
+	case t != nil && x != nil:
+		ps.add(x.Line, where, "sets both template and externalRef; a resource is either a child to write (template) or an object to read (externalRef)")
+		if t.Kind == yaml.MappingNode {
+			readTemplate(t, where, r, ps) // for its problems too
+		}
+	case x != nil:
+		r.external = readExternalRef(x, where+".externalRef", r, ps)
+		if r.external == nil {
+			return nil
+		}
+	case t == nil || t.Kind != yaml.MappingNode:
+		ps.add(n.Line, where+".template", "must be the child object to create (or set externalRef, an object to read)")
 		return nil
+	default:
+		readTemplate(t, where, r, ps)
 	}
+	r.includeWhen = conditions(rf["includeWhen"], where+".includeWhen", ps)
+	r.readyWhen = conditions(rf["readyWhen"], where+".readyWhen", ps)
+	r.forEach = readForEach(rf["forEach"], x != nil, where+".forEach", ps)
+	return r
+}
+
+// readTemplate reads the template of a child to write.
+func readTemplate(t *yaml.Node, where string, r *resource, ps *problems) {
 	tf := fields(t, nil, "", "apiVersion", "kind", "metadata")
 	r.apiVersion, r.kind = scalar(tf["apiVersion"]), scalar(tf["kind"])
 	if r.apiVersion == "" || r.kind == "" || strings.Contains(r.apiVersion+r.kind, "${") {
@@ -242,10 +274,77 @@ func readResource(n *yaml.Node, i int, ps *problems) *resource {
 		}
 	}
 	r.template = newTemplate(t, where+".template", ps)
-	r.includeWhen = conditions(rf["includeWhen"], where+".includeWhen", ps)
-	r.readyWhen = conditions(rf["readyWhen"], where+".readyWhen", ps)
-	r.forEach = readForEach(rf["forEach"], rf["externalRef"] != nil, where+".forEach", ps)
-	return r
+}
+
+// readExternalRef reads an externalRef: apiVersion and kind literal, and
+// metadata with exactly one of name and selector, as kro has it.
+func readExternalRef(x *yaml.Node, where string, r *resource, ps *problems) *externalRef {
+	xf := fields(x, ps, where, "apiVersion", "kind", "metadata")
+	if x.Kind != yaml.MappingNode {
+		return nil
+	}
+	r.apiVersion, r.kind = scalar(xf["apiVersion"]), scalar(xf["kind"])
+	if r.apiVersion == "" || r.kind == "" || strings.Contains(r.apiVersion+r.kind, "${") {
+		ps.add(x.Line, where, "must set apiVersion and kind, without expressions: they say what resyncd lists")
+	}
+	md := xf["metadata"]
+	if md == nil || md.Kind != yaml.MappingNode {
+		ps.add(x.Line, where+".metadata", "must set name (one object) or selector (a list of objects)")
+		return nil
+	}
+	mf := fields(md, ps, where+".metadata", "name", "namespace", "selector")
+	ext := &externalRef{line: x.Line, namespace: mf["namespace"] != nil}
+	switch name, sel := mf["name"], mf["selector"]; {
+	case name != nil && sel != nil:
+		ps.add(sel.Line, where+".metadata", "sets both name and selector; set one: name reads one object, selector a list")
+	case name == nil && sel == nil:
+		ps.add(md.Line, where+".metadata", "must set name (one object) or selector (a list of objects)")
+	case name != nil && scalar(name) == "":
+		ps.add(name.Line, where+".metadata.name", "must be a non-empty string")
+	case sel != nil:
+		ext.selector = true
+		checkSelector(sel, where+".metadata.selector", ps)
+	}
+	if ns := mf["namespace"]; ns != nil && ns.Kind != yaml.ScalarNode {
+		ps.add(ns.Line, where+".metadata.namespace", "must be a string")
+	}
+	ext.metadata = newTemplate(md, where+".metadata", ps)
+	return ext
+}
+
+// selectorOperators are a label selector's operators.
+var selectorOperators = []string{"In", "NotIn", "Exists", "DoesNotExist"}
+
+// checkSelector checks the shape of a label selector: matchLabels, a
+// mapping, and matchExpressions, a list of key, operator and values.
+// Values may be expressions, so only literals are checked further.
+func checkSelector(n *yaml.Node, where string, ps *problems) {
+	sf := fields(n, ps, where, "matchLabels", "matchExpressions")
+	if n.Kind != yaml.MappingNode {
+		return
+	}
+	if ml := sf["matchLabels"]; ml != nil && ml.Kind != yaml.MappingNode {
+		ps.add(ml.Line, where+".matchLabels", "must be a mapping of label keys to values")
+	}
+	me := sf["matchExpressions"]
+	if me == nil {
+		return
+	}
+	if me.Kind != yaml.SequenceNode {
+		ps.add(me.Line, where+".matchExpressions", "must be a list of {key, operator, values}")
+		return
+	}
+	for i, c := range me.Content {
+		w := fmt.Sprintf("%s.matchExpressions[%d]", where, i)
+		cf := fields(c, ps, w, "key", "operator", "values")
+		if cf["key"] == nil {
+			ps.add(c.Line, w+".key", "must be set")
+		}
+		op := scalar(cf["operator"])
+		if !strings.Contains(op, "${") && !slices.Contains(selectorOperators, op) {
+			ps.add(line(cf["operator"], c), w+".operator", "is %q, must be one of %s", op, strings.Join(selectorOperators, ", "))
+		}
+	}
 }
 
 // conditions reads a list of "${…}" strings, each one expression.

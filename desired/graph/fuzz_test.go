@@ -15,7 +15,7 @@ import (
 // says something.
 func FuzzParse(f *testing.F) {
 	files, _ := filepath.Glob("../../testdata/graphs/*.yaml")
-	files = append(files, "../../docs/examples/webapp.yaml", "../../testdata/kro/fan-out.yaml")
+	files = append(files, "../../docs/examples/webapp.yaml", "../../testdata/kro/fan-out.yaml", externalGraph)
 	for _, p := range files {
 		data, err := os.ReadFile(p)
 		if err != nil {
@@ -30,12 +30,13 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// FuzzRender: no parent makes the HttpService, WebApp or FanOut graph panic; an
-// error is an *InvalidError (the parent is Stalled), and every child is in
-// the parent's namespace with a name.
+// FuzzRender: no parent makes the HttpService, WebApp, FanOut or
+// external-config graph panic, nor its external references; an error is an
+// *InvalidError (the parent is Stalled), and every child is in the
+// parent's namespace with a name.
 func FuzzRender(f *testing.F) {
 	graphs := []*Renderer{}
-	for _, p := range []string{"../../testdata/graphs/httpservice.yaml", "../../docs/examples/webapp.yaml", "../../testdata/kro/fan-out.yaml"} {
+	for _, p := range []string{"../../testdata/graphs/httpservice.yaml", "../../docs/examples/webapp.yaml", "../../testdata/kro/fan-out.yaml", externalGraph} {
 		g, err := Load(p, Options{})
 		if err != nil {
 			f.Fatal(err)
@@ -58,6 +59,9 @@ func FuzzRender(f *testing.F) {
 			return
 		}
 		for _, g := range graphs {
+			if _, err := g.ExternalRefs(u); err != nil && !desired.IsInvalid(err) {
+				t.Fatalf("%s: external references: %v is not an *InvalidError", g.Name(), err)
+			}
 			out, err := g.Render(u, nil)
 			if err != nil {
 				if !desired.IsInvalid(err) {

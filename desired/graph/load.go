@@ -46,6 +46,10 @@ type Options struct {
 	// Resource maps a child kind to the resource to LIST; nil guesses the
 	// plural as kubectl does for a kind it does not know.
 	Resource func(schema.GroupVersionKind) (schema.GroupVersionResource, error)
+	// External maps the kind of an external reference to the resource to
+	// LIST and whether its objects are namespaced; nil guesses the plural
+	// and takes the kind as namespaced.
+	External func(schema.GroupVersionKind) (schema.GroupVersionResource, bool, error)
 	// MaxEstimatedCost rejects an expression whose worst-case cost is
 	// higher, when Schemas is set; 0: DefaultMaxEstimatedCost.
 	MaxEstimatedCost uint64
@@ -67,6 +71,10 @@ type Renderer struct {
 	resources  []*resource
 	status     *tmpl
 	childTypes []desired.ChildType
+	// externalTypes are the kinds of the external references, and
+	// externalType the index of each reference's kind, by id.
+	externalTypes []desired.ExternalType
+	externalType  map[string]int
 	// schema is the parent kind the file declares (spec.schema with kro's
 	// SimpleSchema), and defaulter applies its defaults; nil when the
 	// parent kind's CRD is not the graph's.
@@ -179,6 +187,9 @@ func Parse(path string, data []byte, opts Options) (*Renderer, error) {
 	if r.childTypes, err = childTypes(r.resources, f.status, opts.Resource); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if r.externalTypes, r.externalType, err = externalTypes(r.resources, f.status, opts.External, ps); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -243,10 +254,15 @@ func resolveTypes(f *file, opts Options, ps *problems) (map[string]*apiservercel
 		}
 		s, err := opts.Schemas.ResolveSchema(gv.WithKind(res.kind))
 		if err != nil {
-			ps.add(res.line, res.where()+".template", "%s %s: no schema from the API server (is the kind served?): %v", res.apiVersion, res.kind, err)
+			ps.add(res.line, res.where()+res.body(), "%s %s: no schema from the API server (is the kind served?): %v", res.apiVersion, res.kind, err)
 			continue
 		}
-		types[res.id] = declType(s, "__"+res.id+"__")
+		t := declType(s, "__"+res.id+"__")
+		if t != nil && res.external != nil && res.external.selector {
+			// A selector reads a list of the kind's objects.
+			t = apiservercel.NewListType(t, MaxExternalObjects)
+		}
+		types[res.id] = t
 	}
 	if len(ps.list) > 0 {
 		return nil, nil, ps.err()
@@ -274,7 +290,28 @@ func (c *compiler) resource(res *resource, t *apiservercel.DeclType) {
 			c.expect(e, cel.BoolType, "readyWhen")
 		}
 	}
+	if x := res.external; x != nil {
+		// Read before any child is rendered, by the engine: its name,
+		// namespace and selector can depend on the parent alone.
+		c.template(x.metadata, nil, "externalRef", res)
+		for _, e := range x.metadata.expressions() {
+			for _, ref := range e.refs {
+				if ref != ParentVar {
+					c.ps.add(e.line, e.where, "${%s} refers to %s; an external reference is read before any child is rendered, so it may refer to the parent (%s) only", e.src, ref, ParentVar)
+				}
+			}
+		}
+		return
+	}
 	c.template(res.template, t, res.kind, res)
+}
+
+// body is the key of what r reads or writes: template or externalRef.
+func (r *resource) body() string {
+	if r.external != nil {
+		return ".externalRef"
+	}
+	return ".template"
 }
 
 // template compiles the expressions of a template and checks each value's
@@ -409,22 +446,13 @@ func childTypes(resources []*resource, status *tmpl, resourceOf func(schema.Grou
 			return gvr, nil
 		}
 	}
-	reads := map[string][][]string{} // by id, every path read of it
-	var all []*expr
-	for _, r := range resources {
-		all = append(all, r.expressions()...)
-	}
-	if status != nil {
-		all = append(all, status.expressions()...)
-	}
-	for _, e := range all {
-		for v, paths := range e.paths {
-			reads[v] = append(reads[v], paths...)
-		}
-	}
+	reads := pathsRead(resources, status)
 	var out []desired.ChildType
 	index := map[schema.GroupVersionKind]int{}
 	for _, r := range resources {
+		if r.external != nil {
+			continue
+		}
 		gv, _ := schema.ParseGroupVersion(r.apiVersion)
 		gvk := gv.WithKind(r.kind)
 		i, ok := index[gvk]
@@ -452,6 +480,75 @@ func childTypes(resources []*resource, status *tmpl, resourceOf func(schema.Grou
 	return out, nil
 }
 
+// pathsRead returns, by id, every field path an expression reads of it.
+func pathsRead(resources []*resource, status *tmpl) map[string][][]string {
+	reads := map[string][][]string{}
+	var all []*expr
+	for _, r := range resources {
+		all = append(all, r.expressions()...)
+	}
+	if status != nil {
+		all = append(all, status.expressions()...)
+	}
+	for _, e := range all {
+		for v, paths := range e.paths {
+			reads[v] = append(reads[v], paths...)
+		}
+	}
+	return reads
+}
+
+// externalTypes lists the kinds of the external references, each once, in
+// apply order, with the fields expressions read of them, and the index of
+// each reference's kind. A namespace on a reference to a cluster-scoped
+// kind is reported.
+func externalTypes(resources []*resource, status *tmpl, resourceOf func(schema.GroupVersionKind) (schema.GroupVersionResource, bool, error),
+	ps *problems) ([]desired.ExternalType, map[string]int, error) {
+	if resourceOf == nil {
+		resourceOf = func(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
+			gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+			return gvr, true, nil
+		}
+	}
+	reads := pathsRead(resources, status)
+	var out []desired.ExternalType
+	byID := map[string]int{}
+	index := map[schema.GroupVersionKind]int{}
+	for _, r := range resources {
+		if r.external == nil {
+			continue
+		}
+		gv, _ := schema.ParseGroupVersion(r.apiVersion)
+		gvk := gv.WithKind(r.kind)
+		i, ok := index[gvk]
+		if !ok {
+			gvr, namespaced, err := resourceOf(gvk)
+			if err != nil {
+				ps.add(r.external.line, r.where()+".externalRef", "%s %s: %v", r.apiVersion, r.kind, err)
+				continue
+			}
+			i = len(out)
+			index[gvk] = i
+			out = append(out, desired.ExternalType{GVR: gvr, Kind: r.kind, Namespaced: namespaced})
+		}
+		if r.external.namespace && !out[i].Namespaced {
+			ps.add(r.external.line, r.where()+".externalRef.metadata.namespace", "%s %s is cluster-scoped: remove the namespace", r.apiVersion, r.kind)
+		}
+		byID[r.id] = i
+		keep := out[i].Keep
+		for _, p := range reads[r.id] {
+			if r.external.selector {
+				// Expressions read the list: what they read of its items is
+				// not a path of the variable.
+				p = nil
+			}
+			keep = append(keep, strings.Join(p, "."))
+		}
+		out[i].Keep = compact(keep)
+	}
+	return out, byID, ps.err()
+}
+
 // compact sorts paths and drops those inside another: "" (the whole
 // object) swallows every other.
 func compact(paths []string) []string {
@@ -469,6 +566,9 @@ func compact(paths []string) []string {
 
 // expressions returns every expression of r.
 func (r *resource) expressions() []*expr {
+	if r.external != nil {
+		return slices.Concat(r.includeWhen, r.readyWhen, r.external.metadata.expressions())
+	}
 	out := slices.Concat(r.includeWhen, r.readyWhen, r.template.expressions())
 	for _, it := range r.forEach {
 		out = append(out, it.expr)

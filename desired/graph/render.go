@@ -38,7 +38,14 @@ func (r *Renderer) Policy(parent *unstructured.Unstructured) desired.Policy {
 // and the live children it refers to. A resource that needs a field of a
 // child that does not exist yet waits.
 func (r *Renderer) Render(parent *unstructured.Unstructured, children []desired.Child) (desired.Graph, error) {
-	ev := r.evaluation(parent, children)
+	return r.RenderWith(parent, children, nil)
+}
+
+// RenderWith implements desired.ExternalRenderer: Render, with the
+// external objects the engine found; a resource that reads one not found
+// (or not read, as offline) waits.
+func (r *Renderer) RenderWith(parent *unstructured.Unstructured, children []desired.Child, external []desired.External) (desired.Graph, error) {
+	ev := r.evaluation(parent, children, external)
 	var g desired.Graph
 	index := map[string]int{} // of each resource rendered, in g.Children
 	for _, res := range r.resources {
@@ -91,9 +98,13 @@ type evaluation struct {
 	// far, and spans where Render put them in the graph (collection.go).
 	items map[string][]string
 	spans map[string]span
+	// external is what the engine found for each external reference, by
+	// id (nil: none was read); missing says why one has no object.
+	external map[string]desired.External
+	missing  map[string]string
 }
 
-func (r *Renderer) evaluation(parent *unstructured.Unstructured, children []desired.Child) *evaluation {
+func (r *Renderer) evaluation(parent *unstructured.Unstructured, children []desired.Child, external []desired.External) *evaluation {
 	ev := &evaluation{
 		r: r, parent: parent, live: make(map[string]desired.Child, len(children)),
 		vars:     map[string]any{ParentVar: parent.Object},
@@ -103,6 +114,13 @@ func (r *Renderer) evaluation(parent *unstructured.Unstructured, children []desi
 	for _, c := range children {
 		ev.live[c.Kind+"/"+c.Name] = c
 	}
+	if len(r.externalTypes) > 0 {
+		ev.missing = map[string]string{}
+		ev.external = make(map[string]desired.External, len(external))
+		for _, x := range external {
+			ev.external[x.ID] = x
+		}
+	}
 	return ev
 }
 
@@ -110,6 +128,9 @@ func (r *Renderer) evaluation(parent *unstructured.Unstructured, children []desi
 // its name unless whole), and binds its live object for the resources
 // after it. It returns nil when res is left out or waits.
 func (ev *evaluation) resolve(res *resource, whole bool) (*unstructured.Unstructured, error) {
+	if res.external != nil {
+		return nil, ev.observe(res)
+	}
 	if in, err := ev.included(res); !in || err != nil {
 		return nil, err
 	}
@@ -275,6 +296,9 @@ func (ev *evaluation) nameOf(res *resource) string {
 
 // absent says why resource id has no live object to refer to.
 func (ev *evaluation) absent(id string) string {
+	if why, ok := ev.missing[id]; ok {
+		return why
+	}
 	if w := ev.waits[id]; w != nil {
 		return "it waits too"
 	}

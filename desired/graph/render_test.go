@@ -155,7 +155,7 @@ func TestCostBudget(t *testing.T) {
 		&budget, &before, &limit, &left); err != nil || budget != r.budget || before+left != budget || limit > left {
 		t.Errorf("message %q: budget %d, before %d, limit %d, left %d (%v)", ie.Message, budget, before, limit, left, err)
 	}
-	ev := r.evaluation(bomb, nil)
+	ev := r.evaluation(bomb, nil, nil)
 	_, err = ev.resolve(r.resources[0], true)
 	if err == nil || ev.meter.spent > r.budget || ev.meter.spent < r.budget/2 {
 		t.Errorf("spent %d of a budget of %d (%v): want the budget spent and no more", ev.meter.spent, r.budget, err)

@@ -23,7 +23,7 @@ func (r *Renderer) Status(parent *unstructured.Unstructured, obs desired.Observa
 		// Evaluating again would spend the budget again: keep what was shown.
 		return desired.Status{Fields: r.previous(parent)}, nil
 	}
-	ev := r.evaluation(parent, obs.Children)
+	ev := r.evaluation(parent, obs.Children, obs.External)
 	for _, res := range r.resources {
 		var err error
 		if res.collection() {
@@ -106,6 +106,13 @@ func (ev *evaluation) readiness(obs desired.Observation) desired.Readiness {
 			n += items
 			continue
 		}
+		if res.external != nil {
+			if rd, ok := ev.externalReadiness(res); !ok {
+				return rd
+			}
+			n++
+			continue
+		}
 		name := ev.names[res.id]
 		c, ok := ev.live[res.kind+"/"+name]
 		if !ok || !sameGroup(c, res) {
@@ -135,6 +142,11 @@ func (ev *evaluation) ready(res *resource, c desired.Child) (bool, string) {
 		}
 		return true, ""
 	}
+	return ev.readyWhen(res)
+}
+
+// readyWhen evaluates the readyWhen of res: ready while all hold.
+func (ev *evaluation) readyWhen(res *resource) (bool, string) {
 	for _, e := range res.readyWhen {
 		v, err := ev.eval(e)
 		if err != nil {

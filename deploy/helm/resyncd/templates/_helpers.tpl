@@ -281,6 +281,55 @@ that does not exist, and every write is forbidden).
 {{- end }}
 
 {{/*
+The reads the external references of the graphs of the watched resources
+need, as a JSON list of {ns, key}: get and list of the kind ("group/resource")
+in namespace ns, "" for every namespace (the ClusterRole). A resource that
+watches every namespace reads everywhere; otherwise a reference reads in its
+literal namespace, or, with none or one given by an expression, in the
+namespaces the resource watches; a selector without a namespace, or a
+cluster-scoped kind, reads cluster-wide. A kind's resource comes from
+kinds.yaml or rbac.customKinds, as a template's does; never written, so a
+kind resyncd cannot write may be read. Fails, naming the graph and the
+reference, for a kind the chart does not know.
+*/}}
+{{- define "resyncd.externalGrants" -}}
+{{- $kinds := .Files.Get "kinds.yaml" | fromYaml }}
+{{- $custom := dict }}
+{{- range (.Values.rbac.customKinds | default list) }}{{ $_ := set $custom (printf "%s.%s" .kind .group) .resource }}{{ end }}
+{{- $out := list }}
+{{- range include "resyncd.resourcesHere" . | fromJsonArray }}
+{{- $r := . }}
+{{- with $r.graph }}
+{{- $file := . }}
+{{- range $j, $res := ((index ($.Values.graphs | default dict) . | default dict).spec | default dict).resources | default list }}
+{{- with $res.externalRef }}
+{{- $where := printf "graphs[%q] spec.resources[%d] (id %s) externalRef" $file $j ($res.id | default "?") }}
+{{- $gk := include "resyncd.templateKind" (dict "template" . "where" $where) }}
+{{- $group := "" }}
+{{- if contains "/" (toString .apiVersion) }}{{ $group = first (splitList "/" (toString .apiVersion)) }}{{ end }}
+{{- $resource := index $kinds.namespaced $gk | default (index $custom $gk) }}
+{{- if not $resource }}
+{{- fail (printf "%s: kind %s (%s) is not a namespaced built-in kind the chart knows: give its resource, the plural the API server serves (kubectl api-resources), in rbac.customKinds: [{group: %s, kind: %s, resource: ...}]" $where .kind .apiVersion ($group | quote) .kind) }}
+{{- end }}
+{{- $md := .metadata | default dict }}
+{{- $ns := toString ($md.namespace | default "") }}
+{{- $targets := list }}
+{{- if or (not $r.namespaces) (eq (index $kinds.unwritable $gk | default "") "cluster-scoped") (and (hasKey $md "selector") (not $ns)) }}
+{{- $targets = list "" }}
+{{- else if and $ns (not (contains "${" $ns)) }}
+{{- $targets = list $ns }}
+{{- else }}
+{{- $targets = $r.namespaces }}
+{{- end }}
+{{- range $targets }}{{ $out = append $out (dict "ns" . "key" (printf "%s/%s" $group $resource)) }}{{ end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $out | toJson }}
+{{- end }}
+
+{{/*
 The RBAC rules of the watched resources in one namespace, or of those that
 watch every namespace (namespace ""): the parents, the children of their
 renderers and graphs, Events.
@@ -309,6 +358,16 @@ renderers and graphs, Events.
 - apiGroups: [{{ first $parts | quote }}]
   resources: [{{ last $parts | quote }}]
   verbs: ["get", "list", "create", "patch", "delete"]
+{{- end }}
+{{- $reads := dict }}
+{{- range include "resyncd.externalGrants" .root | fromJsonArray }}
+{{- if and (eq .ns $.namespace) (not (hasKey $children .key)) }}{{ $_ := set $reads .key true }}{{ end }}
+{{- end }}
+{{- range $key := keys $reads | sortAlpha }}
+{{- $parts := splitList "/" $key }}
+- apiGroups: [{{ first $parts | quote }}]
+  resources: [{{ last $parts | quote }}]
+  verbs: ["get", "list"]
 {{- end }}
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
