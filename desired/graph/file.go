@@ -54,6 +54,13 @@ type resource struct {
 	readyWhen   []*expr
 	// deps are the ids of the other resources its template refers to.
 	deps []string
+	// namespace is the template's metadata.namespace as written (a name,
+	// or a string with expressions), at nsLine; empty: the parent's.
+	namespace string
+	nsLine    int
+	// clusterScoped says the kind is cluster-scoped: its objects have no
+	// namespace.
+	clusterScoped bool
 }
 
 // where names the resource in messages, as kro's users know it.
@@ -215,7 +222,11 @@ func readResource(n *yaml.Node, i int, ps *problems) *resource {
 			ps.add(md.Line, where+".template.metadata.name", "must be set")
 		}
 		if m := mf["namespace"]; m != nil {
-			ps.add(m.Line, where+".template.metadata.namespace", "children live in their parent's namespace (an owner reference cannot cross namespaces); remove it")
+			if m.Kind != yaml.ScalarNode || m.Value == "" {
+				ps.add(m.Line, where+".template.metadata.namespace", "must be a namespace name or an expression, \"${…}\"; leave it out for the parent's namespace")
+			} else {
+				r.namespace, r.nsLine = m.Value, m.Line
+			}
 		}
 		if m := mf["generateName"]; m != nil {
 			ps.add(m.Line, where+".template.metadata.generateName", "is not supported: a child needs a name that stays the same from pass to pass")

@@ -50,6 +50,10 @@ type Options struct {
 	// CostBudget bounds what evaluating a parent's graph may cost, once for
 	// its children and once for its status; 0: DefaultCostBudget.
 	CostBudget uint64
+	// ClusterScoped says whether a child kind is cluster-scoped, as the
+	// API server's discovery says; nil (no cluster): Kubernetes' own
+	// cluster-scoped kinds are, every other kind is taken as namespaced.
+	ClusterScoped func(schema.GroupVersionKind) bool
 }
 
 // Renderer renders the parents of one kind as a graph file declares: a
@@ -116,6 +120,7 @@ func Parse(path string, data []byte, opts Options) (*Renderer, error) {
 		return nil, ps.err()
 	}
 	r := &Renderer{name: f.name, budget: opts.CostBudget, status: f.status}
+	placeResources(f, opts.ClusterScoped, ps)
 	if f.schema {
 		r.schema = parseSchema(data, ps)
 	}
@@ -411,6 +416,8 @@ func childTypes(resources []*resource, status *tmpl, resourceOf func(schema.Grou
 			index[gvk] = i
 			out = append(out, desired.ChildType{GVR: gvr, Kind: r.kind})
 		}
+		out[i].Anywhere = out[i].Anywhere || r.namespace != ""
+		out[i].ClusterScoped = r.clusterScoped
 		keep := out[i].Keep
 		for _, p := range reads[r.id] {
 			keep = append(keep, strings.Join(p, "."))

@@ -89,7 +89,13 @@ func (r *Renderer) evaluation(parent *unstructured.Unstructured, children []desi
 		excluded: map[string]bool{}, waits: map[string]*desired.Waiting{}, names: map[string]string{},
 	}
 	for _, c := range children {
-		ev.live[c.Kind+"/"+c.Name] = c
+		ev.live[c.Kind+"/"+objectPath(c.Namespace, c.Name)] = c
+		if c.Namespace == "" {
+			// Cluster-scoped, or given without its namespace: then it is
+			// in the parent's (a kind is one or the other, so the two
+			// cannot meet).
+			ev.live[c.Kind+"/"+objectPath(parent.GetNamespace(), c.Name)] = c
+		}
 	}
 	return ev
 }
@@ -142,12 +148,46 @@ func (ev *evaluation) resolve(res *resource, whole bool) (*unstructured.Unstruct
 		return nil, &desired.InvalidError{Field: res.where() + ".template.metadata.name",
 			Message: "evaluates to an empty name; every child needs one"}
 	}
-	obj.SetNamespace(ev.parent.GetNamespace())
-	ev.names[res.id] = obj.GetName()
-	if c, ok := ev.live[res.kind+"/"+obj.GetName()]; ok && sameGroup(c, res) && c.Object != nil {
+	if err := ev.place(res, obj); err != nil {
+		return nil, err
+	}
+	ev.names[res.id] = objectPath(obj.GetNamespace(), obj.GetName())
+	if c, ok := ev.live[res.kind+"/"+ev.names[res.id]]; ok && sameGroup(c, res) && c.Object != nil {
 		ev.vars[res.id] = c.Object
 	}
 	return obj, nil
+}
+
+// place puts obj in its namespace: none for a cluster-scoped kind, the
+// one its template gives, or else its parent's. A template whose
+// namespace evaluates to null (or omit()) leaves it to the parent's.
+func (ev *evaluation) place(res *resource, obj *unstructured.Unstructured) error {
+	if res.clusterScoped {
+		obj.SetNamespace("")
+		return nil
+	}
+	if res.namespace != "" {
+		md, _ := obj.Object["metadata"].(map[string]any)
+		if v, ok := md["namespace"]; ok {
+			if ns, isString := v.(string); !isString || ns == "" && !strings.Contains(res.namespace, "${") {
+				return &desired.InvalidError{Field: res.where() + ".template.metadata.namespace",
+					Message: fmt.Sprintf("%s gives %v, not a namespace name", res.namespace, v)}
+			}
+		}
+	}
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace(ev.parent.GetNamespace())
+	}
+	return nil
+}
+
+// objectPath is namespace/name, or the name alone for a cluster-scoped
+// object: how messages name an object, and live children are looked up.
+func objectPath(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
 }
 
 // fill evaluates the expressions of s. When one needs a field of another
@@ -226,7 +266,7 @@ func (ev *evaluation) absent(id string) string {
 	}
 	for _, res := range ev.r.resources {
 		if res.id == id {
-			return fmt.Sprintf("%s %s/%s does not exist yet", res.kind, ev.parent.GetNamespace(), ev.names[id])
+			return fmt.Sprintf("%s %s does not exist yet", res.kind, ev.names[id])
 		}
 	}
 	return "it does not exist yet"
