@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/resyncd/resyncd/config"
+	"github.com/resyncd/resyncd/desired"
 	"github.com/resyncd/resyncd/desired/graph"
 )
 
@@ -58,4 +61,19 @@ func placementsOffline(cfg *config.Config, r config.Resource) ([]string, error) 
 		lines = []string{fmt.Sprintf("%s: every child in its parent's namespace", r.GraphPath())}
 	}
 	return lines, err
+}
+
+// refusedPlace says why r does not let child of parent be written where it
+// is placed, as the engine refuses it; "" when it may be.
+func refusedPlace(r config.Resource, parent, child *unstructured.Unstructured) string {
+	ns := child.GetNamespace()
+	switch {
+	case !desired.Outside(child, parent):
+		return ""
+	case ns == "" && !r.ClusterScopedChildren:
+		return fmt.Sprintf("%s %s: cluster-scoped, and %s does not allow cluster-scoped children (clusterScopedChildren)", child.GetKind(), child.GetName(), r.Name())
+	case ns != "" && !r.AllowsNamespace(parent.GetNamespace(), ns):
+		return fmt.Sprintf("%s %s/%s: %s does not allow children in namespace %s (childNamespaces)", child.GetKind(), ns, child.GetName(), r.Name(), ns)
+	}
+	return ""
 }

@@ -78,3 +78,34 @@ func TestValidatePlacements(t *testing.T) {
 		t.Errorf("a graph that stays: exit %d, output:\n%s", code, out)
 	}
 }
+
+// TestRenderOutside: render prints a child outside the parent's namespace
+// as the first pass writes it — resyncd's labels and the parent's
+// namespace, no ownerReference — and, where the configuration does not
+// allow its place, names it as not written instead.
+func TestRenderOutside(t *testing.T) {
+	parent := filepath.Join(t.TempDir(), "parent.yaml")
+	if err := os.WriteFile(parent, []byte(`apiVersion: example.resyncd.io/v1alpha1
+kind: WebApp
+metadata: {name: shop, namespace: team, uid: 0b5c2e4a-1111-4222-8333-944455556666}
+spec: {image: nginx, tags: [shared-a]}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	outside := readFile(t, "../../testdata/graphs/outside.yaml")
+
+	cfg, _ := placementFiles(t, outside, `, clusterScopedChildren: true`)
+	out, code := resyncd(t, "render", "--config", cfg, "--parent", parent)
+	want := "# not written: ConfigMap shared-a/team-shop: webapps.v1alpha1.example.resyncd.io does not allow children in namespace shared-a (childNamespaces)\n"
+	if code != 0 || !strings.Contains(out, want) || strings.Contains(out, "namespace: shared-a") {
+		t.Errorf("not allowed: exit %d, want %q and no child in shared-a:\n%s", code, want, out)
+	}
+
+	cfg, _ = placementFiles(t, outside, `, childNamespaces: ["shared-*"]`)
+	out, code = resyncd(t, "render", "--config", cfg, "--parent", parent)
+	docs := strings.Split(out, "---\n")
+	if code != 0 || len(docs) != 2 || !strings.Contains(docs[1], "namespace: shared-a\n") || !strings.Contains(docs[1], "resyncd.io/parent-namespace: team\n") ||
+		strings.Contains(docs[1], "ownerReferences") || !strings.Contains(docs[0], "ownerReferences") {
+		t.Errorf("allowed: exit %d, want the home ConfigMap with an ownerReference, the shared one in shared-a with the parent's namespace and none:\n%s", code, out)
+	}
+}
