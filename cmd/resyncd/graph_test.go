@@ -99,7 +99,7 @@ func TestValidateGraphs(t *testing.T) {
 	// the rest).
 	cfg, kc = graphFiles(t, readFile(t, "../../testdata/graphs/cluster-scoped.yaml"), "")
 	out, code = resyncd(t, "validate", "--config", cfg, "--kubeconfig", kc)
-	if code != 1 || !strings.Contains(out, "webapp.yaml:31: resources[role] (ClusterRole): ClusterRole is cluster-scoped, and webapps.v1alpha1.example.resyncd.io does not allow cluster-scoped children") {
+	if code != 1 || !strings.Contains(out, "webapp.yaml:32: resources[role] (ClusterRole): ClusterRole is cluster-scoped, and webapps.v1alpha1.example.resyncd.io does not allow cluster-scoped children") {
 		t.Errorf("cluster-scoped kinds: exit %d, output:\n%s", code, out)
 	}
 
