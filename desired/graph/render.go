@@ -68,34 +68,30 @@ func (r *Renderer) Render(parent *unstructured.Unstructured, children []desired.
 // evaluation is one parent's evaluation of the graph: its variables, what
 // became of each resource, and the budget it spends.
 type evaluation struct {
-	r      *Renderer
-	parent *unstructured.Unstructured
-	live   map[string]desired.Child // by kind/name
-	vars   map[string]any
-	meter  meter
+	r        *Renderer
+	parent   *unstructured.Unstructured
+	parentNS string
+	live     map[string]desired.Child // by kind/name
+	vars     map[string]any
+	meter    meter
 	// excluded are the resources an includeWhen left out, or that refer
 	// to one that was; waits the resources that wait.
 	excluded map[string]bool
 	waits    map[string]*desired.Waiting
-	// names are the names of the resources resolved so far.
-	names map[string]string
+	// names are the names of the resources resolved so far, and where
+	// they are placed.
+	names map[string]placed
 }
 
 func (r *Renderer) evaluation(parent *unstructured.Unstructured, children []desired.Child) *evaluation {
 	ev := &evaluation{
-		r: r, parent: parent, live: make(map[string]desired.Child, len(children)),
+		r: r, parent: parent, parentNS: parent.GetNamespace(), live: make(map[string]desired.Child, len(children)),
 		vars:     map[string]any{ParentVar: parent.Object},
 		meter:    meter{budget: r.budget},
-		excluded: map[string]bool{}, waits: map[string]*desired.Waiting{}, names: map[string]string{},
+		excluded: map[string]bool{}, waits: map[string]*desired.Waiting{}, names: map[string]placed{},
 	}
 	for _, c := range children {
-		ev.live[c.Kind+"/"+objectPath(c.Namespace, c.Name)] = c
-		if c.Namespace == "" {
-			// Cluster-scoped, or given without its namespace: then it is
-			// in the parent's (a kind is one or the other, so the two
-			// cannot meet).
-			ev.live[c.Kind+"/"+objectPath(parent.GetNamespace(), c.Name)] = c
-		}
+		ev.live[ev.liveKey(c.Kind, c.Namespace, c.Name)] = c
 	}
 	return ev
 }
@@ -151,8 +147,8 @@ func (ev *evaluation) resolve(res *resource, whole bool) (*unstructured.Unstruct
 	if err := ev.place(res, obj); err != nil {
 		return nil, err
 	}
-	ev.names[res.id] = objectPath(obj.GetNamespace(), obj.GetName())
-	if c, ok := ev.live[res.kind+"/"+ev.names[res.id]]; ok && sameGroup(c, res) && c.Object != nil {
+	ev.names[res.id] = placed{namespace: obj.GetNamespace(), name: obj.GetName()}
+	if c, ok := ev.live[ev.liveKey(res.kind, obj.GetNamespace(), obj.GetName())]; ok && sameGroup(c, res) && c.Object != nil {
 		ev.vars[res.id] = c.Object
 	}
 	return obj, nil
@@ -181,13 +177,30 @@ func (ev *evaluation) place(res *resource, obj *unstructured.Unstructured) error
 	return nil
 }
 
-// objectPath is namespace/name, or the name alone for a cluster-scoped
-// object: how messages name an object, and live children are looked up.
+// placed is where a resource's object is: its namespace (none when it is
+// cluster-scoped) and name.
+type placed struct{ namespace, name string }
+
+// String is namespace/name, or the name alone for a cluster-scoped
+// object, as messages name it.
+func (p placed) String() string { return objectPath(p.namespace, p.name) }
+
 func objectPath(namespace, name string) string {
 	if namespace == "" {
 		return name
 	}
 	return namespace + "/" + name
+}
+
+// liveKey is how a live child is looked up: by kind and name in the
+// parent's namespace, or cluster-scoped (a kind is either, so the two
+// never meet), and given without a namespace, which is then the
+// parent's; with its namespace too elsewhere.
+func (ev *evaluation) liveKey(kind, namespace, name string) string {
+	if namespace == "" || namespace == ev.parentNS {
+		return kind + "/" + name
+	}
+	return kind + "/" + namespace + "/" + name
 }
 
 // fill evaluates the expressions of s. When one needs a field of another

@@ -93,7 +93,7 @@ func (ev *evaluation) readiness(obs desired.Observation) desired.Readiness {
 			return desired.Readiness{Reason: w.Reason, Message: w.Message}
 		}
 		name := ev.names[res.id]
-		c, ok := ev.live[res.kind+"/"+name]
+		c, ok := ev.live[ev.liveKey(res.kind, name.namespace, name.name)]
 		if !ok || !sameGroup(c, res) {
 			return desired.Readiness{Reason: upper(res.id) + "Missing", Message: fmt.Sprintf("%s %s does not exist yet", res.kind, name)}
 		}
