@@ -200,8 +200,19 @@ type Resource struct {
 	// children; Graph names a graph file instead. Exactly one is set.
 	Renderer string `mapstructure:"renderer"`
 	// Graph is the path of a graph file, relative to the configuration
-	// file; see docs/graphs.md.
+	// file; see docs/graphs.md. A graph that declares its parent kind
+	// (kro's spec.schema) gives Group, Version and Resource when they are
+	// left out.
 	Graph string `mapstructure:"graph"`
+	// CRD is the path of the parent kind's CustomResourceDefinition file,
+	// relative to the configuration file, for a graph that declares no
+	// spec.schema: without a cluster, the parent is typed and defaulted by
+	// it, and it gives Group, Version and Resource when they are left out.
+	CRD string `mapstructure:"crd"`
+	// InstallCRD applies the parent kind's CRD (made from the graph's
+	// spec.schema, or the CRD file) at start, before the passes; a change
+	// that would break the objects stored is refused.
+	InstallCRD bool `mapstructure:"installCRD"`
 	// Interval is the time between passes over this resource.
 	Interval time.Duration `mapstructure:"interval"`
 	// Namespaces limits the passes to these namespaces; empty: all.
@@ -230,6 +241,7 @@ type Resource struct {
 	ClusterScopedChildren bool `mapstructure:"clusterScopedChildren"`
 
 	graphPath string
+	crdPath   string
 	index     int
 }
 
@@ -287,6 +299,10 @@ func (r Resource) RendererKey() string {
 // GraphPath is the graph file of r, relative to the configuration file's
 // directory when written relative; empty when r names a renderer.
 func (r Resource) GraphPath() string { return r.graphPath }
+
+// CRDPath is the CRD file of r, relative to the configuration file's
+// directory when written relative; empty when r names none.
+func (r Resource) CRDPath() string { return r.crdPath }
 
 // Name spells the resource as kubectl does, for example
 // httpservices.v1alpha1.resyncd.io; metrics, logs and /readyz use it.

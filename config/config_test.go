@@ -190,6 +190,17 @@ func TestLoadBadConfigs(t *testing.T) {
 			`:3: resources[0].graph: renderer and graph are both set; a resource is rendered by one of them`,
 			`:4: resources[1].graph: cannot read the graph file: stat ../testdata/config/nosuch.yaml: no such file or directory`,
 		},
+		"invalid-parent-kind.yaml": {
+			`:2: resources[0].group: is "example.com", but the parent kind of ../testdata/kro/storefront.yaml:9 has "kro.run"; leave group out, or make the two agree`,
+			`:4: resources[1].crd: the graph declares its parent kind in spec.schema (../testdata/kro/storefront.yaml:9), from which its CRD is made; remove crd, or spec.schema from the graph`,
+			`:6: resources[2].installCRD: the graph declares no parent kind (spec.schema) and the resource names no crd file: there is no CRD to install`,
+			`:6: resources[2].version: must not be empty (for example v1alpha1); or declare the parent kind in the graph's spec.schema, or name its CRD file in crd`,
+			`:6: resources[2].resource: must not be empty: the plural resource name, for example httpservices; or declare the parent kind in the graph's spec.schema, or name its CRD file in crd`,
+			`:7: resources[3].crd: cannot read the CRD file: stat ../testdata/config/nosuch.yaml: no such file or directory`,
+			`:7: resources[3].crd: names the parent kind's CRD for a graph; set graph too, or remove crd`,
+			`:7: resources[3].installCRD: installs the CRD of a graph's parent kind; set graph (with spec.schema, or crd), or remove installCRD`,
+			`:8: resources[4].version: is "v2", but the parent kind of ../testdata/crds/example.resyncd.io_webapps.yaml has "v1alpha1"; leave version out, or make the two agree`,
+		},
 		"invalid-mixed.yaml": {
 			`:2: apply.qps: "fast" is not a number`,
 			`:2: apply.concurrency: is -3, must be at least 1`,
@@ -241,7 +252,7 @@ func TestLoadBadConfigs(t *testing.T) {
 	for name, lines := range tests {
 		t.Run(name, func(t *testing.T) {
 			path := fixture(name)
-			_, err := Load(path, Options{Renderers: renderers, CheckKubeconfigs: true})
+			_, err := Load(path, Options{Renderers: renderers, CheckKubeconfigs: true, CheckGraph: fakeGraphs})
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -292,6 +303,42 @@ func TestLoadChildPlacement(t *testing.T) {
 	}
 	if d := def.Resources[0]; d.ChildrenLeave() || d.AllowsNamespace("shop", "blog") || !d.AllowsNamespace("shop", "shop") {
 		t.Errorf("by default children stay in their parent's namespace: ChildrenLeave %v, AllowsNamespace(shop, blog) %v", d.ChildrenLeave(), d.AllowsNamespace("shop", "blog"))
+	}
+}
+
+// fakeGraphs stands in for the command layer's graph check: kro's
+// storefront declares kro.run/v1alpha1 Storefront in spec.schema at line
+// 9, a CRD file WebApp of example.resyncd.io in v1alpha1; every other
+// graph declares no parent kind.
+func fakeGraphs(r Resource, _ CEL) (*ParentKind, error) {
+	switch {
+	case filepath.Base(r.GraphPath()) == "storefront.yaml":
+		return &ParentKind{Group: "kro.run", Version: "v1alpha1", Resource: "storefronts", Versions: []string{"v1alpha1"},
+			Where: r.GraphPath() + ":9", FromSchema: true}, nil
+	case r.CRDPath() != "":
+		return &ParentKind{Group: "example.resyncd.io", Version: "v1alpha1", Resource: "webapps", Versions: []string{"v1alpha1"},
+			Where: r.CRDPath()}, nil
+	}
+	return nil, nil
+}
+
+// TestLoadParentKind: a resource that names a graph, and no group,
+// version or resource, watches the parent kind the graph declares, or
+// its crd file; set, they must agree (invalid-parent-kind.yaml).
+func TestLoadParentKind(t *testing.T) {
+	got, err := Load(fixture("parent-kind.yaml"), Options{Renderers: renderers, CheckGraph: fakeGraphs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range got.Resources {
+		names = append(names, r.Name())
+	}
+	if diff := cmp.Diff([]string{"storefronts.v1alpha1.kro.run", "webapps.v1alpha1.example.resyncd.io"}, names); diff != "" {
+		t.Errorf("names (-want +got):\n%s", diff)
+	}
+	if r := got.Resources[1]; r.CRDPath() != fixture("../crds/example.resyncd.io_webapps.yaml") || r.InstallCRD || !got.Resources[0].InstallCRD {
+		t.Errorf("crd %q, installCRD %v, %v", r.CRDPath(), got.Resources[0].InstallCRD, r.InstallCRD)
 	}
 }
 

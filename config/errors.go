@@ -65,6 +65,22 @@ func (ps *problems) add(key, format string, args ...any) {
 	ps.list = append(ps.list, Problem{Source: ps.source, Line: ps.lines[key], Key: key, Message: fmt.Sprintf(format, args...)})
 }
 
+// addNear is add of a key the file leaves out, at the line of the key
+// near that holds it.
+func (ps *problems) addNear(near, key, format string, args ...any) {
+	n := len(ps.list)
+	ps.add(key, format, args...)
+	if len(ps.list) > n && ps.list[n].Line == 0 {
+		ps.list[n].Line = ps.lines[near]
+	}
+}
+
+// isSet reports whether the file sets the key path.
+func (ps *problems) isSet(key string) bool {
+	_, ok := ps.lines[key]
+	return ok
+}
+
 func (ps *problems) addAt(line int, key, format string, args ...any) {
 	ps.list = append(ps.list, Problem{Source: ps.source, Line: line, Key: key, Message: fmt.Sprintf(format, args...)})
 }

@@ -27,14 +27,32 @@ type Options struct {
 	Overrides map[string]string
 	// Renderers are the renderer names a resource may use.
 	Renderers []string
-	// CheckGraph, when set, checks each graph file a resource names, given
-	// its path; each line of the error it returns is reported as a problem.
-	CheckGraph func(path string, cel CEL) error
+	// CheckGraph, when set, checks the graph file of each resource that
+	// names one (and its crd file), and returns the parent kind they
+	// declare, nil when they declare none; each line of the error it
+	// returns is reported as a problem. The kind fills in the resource's
+	// group, version and resource left out, and must agree with those set.
+	CheckGraph func(r Resource, cel CEL) (*ParentKind, error)
 	// CheckKubeconfigs reads the kubeconfig file of every cluster that
 	// names one and reports what would keep the cluster from connecting.
 	// The daemon leaves this to each cluster, which is then down with the
 	// reason while the others run; validate asks for it.
 	CheckKubeconfigs bool
+}
+
+// ParentKind is the parent kind that a resource's graph file declares in
+// its spec.schema, or that its crd file defines.
+type ParentKind struct {
+	// Group, Version and Resource are those of the parents: the version
+	// the resource names, else the storage version.
+	Group, Version, Resource string
+	// Versions are the versions served, when the CRD file has several.
+	Versions []string
+	// Where names the source in messages: FILE:LINE of spec.schema, or
+	// the CRD file.
+	Where string
+	// FromSchema: declared by the graph's spec.schema, not a crd file.
+	FromSchema bool
 }
 
 // EnvVar returns the environment variable that overrides a key path.
@@ -82,13 +100,18 @@ func Load(path string, opts Options) (*Config, error) {
 	}
 	for i := range cfg.Resources {
 		cfg.Resources[i].graphPath = relativeTo(path, cfg.Resources[i].Graph)
+		cfg.Resources[i].crdPath = relativeTo(path, cfg.Resources[i].CRD)
 		cfg.Resources[i].index = i
 	}
 	for i := range cfg.Clusters {
 		cfg.Clusters[i].kubeconfigPath = relativeTo(path, cfg.Clusters[i].Kubeconfig)
 	}
+	// The graphs first: the parent kinds they declare are the resources'
+	// that leave theirs out, which validate checks. Their own problems
+	// name their files, and are listed after the configuration's.
+	graphs := checkGraphs(cfg, ps, opts.CheckGraph)
 	validate(cfg, ps, opts.Renderers)
-	checkGraphs(cfg, ps, opts.CheckGraph)
+	ps.list = append(ps.list, graphs...)
 	if opts.CheckKubeconfigs {
 		checkKubeconfigs(cfg, ps)
 	}

@@ -162,26 +162,77 @@ func checkKubeconfigs(c *Config, ps *problems) {
 	}
 }
 
-// checkGraphs reads the graph file of every resource that names one and,
-// with check, checks it; each problem of a graph file is reported with its
-// own file and line.
-func checkGraphs(c *Config, ps *problems, check func(string, CEL) error) {
-	for i, r := range c.Resources {
+// checkGraphs reads the graph file (and the crd file) of every resource
+// that names one and, with check, checks it and fills in the group,
+// version and resource the resource leaves out from the parent kind it
+// declares. It returns the problems of the graph files, each with its own
+// file and line; those of the configuration's keys go to ps.
+func checkGraphs(c *Config, ps *problems, check func(Resource, CEL) (*ParentKind, error)) []Problem {
+	var out []Problem
+	for i := range c.Resources {
+		r := &c.Resources[i]
+		key := r.Key()
+		if r.CRD != "" {
+			if _, err := os.Stat(r.crdPath); err != nil {
+				ps.add(key+".crd", "cannot read the CRD file: %v", err)
+				continue
+			}
+		}
 		if r.Graph == "" {
 			continue
 		}
-		key := fmt.Sprintf("resources[%d].graph", i)
 		if _, err := os.Stat(r.graphPath); err != nil {
-			ps.add(key, "cannot read the graph file: %v", err)
+			ps.add(key+".graph", "cannot read the graph file: %v", err)
 			continue
 		}
 		if check == nil {
 			continue
 		}
-		if err := check(r.graphPath, c.CEL); err != nil {
+		pk, err := check(*r, c.CEL)
+		if err != nil {
 			for _, line := range strings.Split(err.Error(), "\n") {
-				ps.list = append(ps.list, Problem{Message: line})
+				out = append(out, Problem{Message: line})
 			}
+		}
+		parentKind(ps, r, pk, err == nil)
+	}
+	return out
+}
+
+// parentKind fills in r the group, version and resource it leaves out
+// from pk, the parent kind its graph or crd file declares, and reports
+// those it sets to something else. Without pk, a graph that could be read
+// (read) declares none.
+func parentKind(ps *problems, r *Resource, pk *ParentKind, read bool) {
+	key := r.Key()
+	switch {
+	case pk == nil:
+		if r.InstallCRD && read {
+			ps.add(key+".installCRD", "the graph declares no parent kind (spec.schema) and the resource names no crd file: there is no CRD to install")
+		}
+		return
+	case pk.FromSchema && r.CRD != "":
+		ps.add(key+".crd", "the graph declares its parent kind in spec.schema (%s), from which its CRD is made; remove crd, or spec.schema from the graph", pk.Where)
+	}
+	for _, f := range []struct {
+		name string
+		got  *string
+		want string
+	}{
+		{"group", &r.Group, pk.Group},
+		{"version", &r.Version, pk.Version},
+		{"resource", &r.Resource, pk.Resource},
+	} {
+		switch {
+		case !ps.isSet(key + "." + f.name):
+			*f.got = f.want
+		case f.name == "version" && !pk.FromSchema && slices.Contains(pk.Versions, *f.got):
+		case *f.got != f.want:
+			want := fmt.Sprintf("%q", f.want)
+			if f.name == "version" && len(pk.Versions) > 1 {
+				want = "one of " + strings.Join(pk.Versions, ", ")
+			}
+			ps.add(key+"."+f.name, "is %q, but the parent kind of %s has %s; leave %s out, or make the two agree", *f.got, pk.Where, want, f.name)
 		}
 	}
 }
@@ -207,11 +258,16 @@ func validateLeaderElection(ps *problems, le LeaderElection) {
 }
 
 func validateResource(ps *problems, key string, r Resource, renderers []string) {
+	// A graph may declare its parent kind, then none of the three is needed.
+	hint := ""
+	if r.Graph != "" {
+		hint = "; or declare the parent kind in the graph's spec.schema, or name its CRD file in crd"
+	}
 	if r.Version == "" {
-		ps.add(key+".version", "must not be empty (for example v1alpha1)")
+		ps.addNear(key, key+".version", "must not be empty (for example v1alpha1)%s", hint)
 	}
 	if r.Resource == "" {
-		ps.add(key+".resource", "must not be empty: the plural resource name, for example httpservices")
+		ps.addNear(key, key+".resource", "must not be empty: the plural resource name, for example httpservices%s", hint)
 	} else if r.Resource != strings.ToLower(r.Resource) {
 		ps.add(key+".resource", "%q must be the lower-case plural resource name that `kubectl api-resources` lists, not the kind", r.Resource)
 	}
@@ -223,6 +279,12 @@ func validateResource(ps *problems, key string, r Resource, renderers []string) 
 	case r.Graph != "":
 	case !slices.Contains(renderers, r.Renderer):
 		ps.add(key+".renderer", "unknown renderer %q; known renderers: %s", r.Renderer, strings.Join(renderers, ", "))
+	}
+	if r.Graph == "" && r.CRD != "" {
+		ps.add(key+".crd", "names the parent kind's CRD for a graph; set graph too, or remove crd")
+	}
+	if r.Graph == "" && r.InstallCRD {
+		ps.add(key+".installCRD", "installs the CRD of a graph's parent kind; set graph (with spec.schema, or crd), or remove installCRD")
 	}
 	if r.Interval < minInterval {
 		ps.add(key+".interval", "%s is shorter than the minimum of %s", r.Interval, minInterval)

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"sigs.k8s.io/yaml"
 
 	"github.com/resyncd/resyncd/config"
 	"github.com/resyncd/resyncd/desired"
@@ -578,4 +580,60 @@ func TestChartOutsideKinds(t *testing.T) {
 			t.Errorf("%s: got %v, want Forbidden", what, err)
 		}
 	}
+}
+
+// TestChartKroGraph installs the chart with a kro ResourceGraphDefinition
+// named alone, installCRD set: the configuration it renders watches the
+// parent kind spec.schema declares, and the release's ServiceAccount may
+// apply that CRD as resyncd does at start (create it, read it, apply it
+// again) and list and patch the parents — but touch no other CRD.
+func TestChartKroGraph(t *testing.T) {
+	ctx := t.Context()
+	admin := kubernetes.NewForConfigOrDie(env.Config)
+	for _, ns := range []string{"kro-system", "shop"} {
+		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	cfg, sa := helmInstall(t, "kro", "kro-system", valueSets["kro-graph"])
+	r := cfg.Resources[0]
+	if r.Name() != "storefronts.v1alpha1.kro.run" || !r.InstallCRD {
+		t.Fatalf("watched resource %s, installCRD %v", r.Name(), r.InstallCRD)
+	}
+	crd, err := graph.CRDOfFile(r.GraphPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest, err := graph.CRDManifest(crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := yaml.YAMLToJSON(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds := dynamic.NewForConfigOrDie(sa).Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	force := false
+	apply := func() error {
+		_, err := crds.Patch(ctx, crd.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: "resyncd", Force: &force})
+		return err
+	}
+	fixture.Eventually(t, "the ClusterRole in force", 30*time.Second, func() bool {
+		_, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
+		return err == nil || apierrors.IsNotFound(err)
+	})
+	if err := apply(); err != nil {
+		t.Fatalf("create the CRD as the ServiceAccount: %v", err)
+	}
+	if err := apply(); err != nil {
+		t.Fatalf("apply the CRD again as the ServiceAccount: %v", err)
+	}
+	if _, err := crds.Get(ctx, "httpservices.resyncd.io", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("get another CRD: %v, want forbidden", err)
+	}
+	gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
+	fixture.Eventually(t, "storefronts served", 30*time.Second, func() bool {
+		_, err := dynamic.NewForConfigOrDie(sa).Resource(gvr).Namespace("shop").List(ctx, metav1.ListOptions{})
+		return err == nil
+	})
 }

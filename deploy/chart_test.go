@@ -69,6 +69,14 @@ var valueSets = map[string]map[string]any{
 	// NetworkPolicies and a custom kind in two namespaces: a ClusterRole for
 	// the first, Roles in those two namespaces for the second.
 	"graph-kinds": graphKinds,
+	// A kro ResourceGraphDefinition named alone: the parent kind, and the
+	// CRD resyncd installs at start, come from its spec.schema.
+	"kro-graph": {
+		"graphs": map[string]any{"storefront.yaml": readYAML("../testdata/kro/storefront.yaml")},
+		"config": map[string]any{"resources": []any{
+			map[string]any{"graph": "storefront.yaml", "installCRD": true, "namespaces": []any{"shop"}},
+		}},
+	},
 }
 
 // graphKinds are the values of the graph-kinds set.

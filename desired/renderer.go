@@ -182,7 +182,8 @@ type Graph struct {
 	// Waiting are the children that could not be rendered because they
 	// need fields of other children that do not exist yet: a later pass
 	// renders them. Until then the engine writes none of them and prunes
-	// no child of their kinds.
+	// no child of their kinds (or, of one whose Name is known, no child of
+	// that name).
 	Waiting []Waiting
 	// Refs lists, for the child at the same index of Children, the
 	// indices of the earlier children it refers to — by name, as a
@@ -209,6 +210,10 @@ type Waiting struct {
 	// Group and Kind are its kind: children of it are not pruned while it
 	// waits.
 	Group, Kind string
+	// Name, when the renderer knows it already, narrows that to the one
+	// child of this name: the others of its kind that the parent no longer
+	// renders are pruned. Empty: its name waits too.
+	Name string
 	// Reason is one CamelCase word, for the Reconciling condition, that
 	// names what it waits for, such as WaitingForConfig.
 	Reason string

@@ -444,11 +444,12 @@ func (e *Engine) idle(rs *resourceState, j *job) bool {
 	return sameOn(st, old, j.statusFields)
 }
 
-// waits says whether a child of k's kind waits for another: then no child
-// of that kind is pruned, since the one that waits may be among them.
+// waits says whether k may be a child that waits for another: one of its
+// kind whose name is k's or not known yet. Such a child is not pruned,
+// since the one that waits may be it.
 func (j *job) waits(k childKey) bool {
 	for _, w := range j.waiting {
-		if w.Group == k.Group && w.Kind == k.Kind {
+		if w.Group == k.Group && w.Kind == k.Kind && (w.Name == "" || w.Name == k.Name) {
 			return true
 		}
 	}

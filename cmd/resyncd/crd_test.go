@@ -50,27 +50,7 @@ func TestCRDAccepted(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d:\n%s", code, out)
 			}
-			crd := decode(t, out)
-			if _, err := dyn.Resource(crdsGVR).Create(t.Context(), crd, metav1.CreateOptions{}); err != nil {
-				t.Fatalf("create the CRD: %v", err)
-			}
-			fixture.Eventually(t, crd.GetName()+" Established", 30*time.Second, func() bool {
-				got, err := dyn.Resource(crdsGVR).Get(t.Context(), crd.GetName(), metav1.GetOptions{})
-				if err != nil {
-					return false
-				}
-				conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
-				for _, c := range conds {
-					if m, _ := c.(map[string]any); m["type"] == "Established" && m["status"] == "True" {
-						return true
-					}
-				}
-				return false
-			})
-			group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
-			plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
-			versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-			gvr := schema.GroupVersionResource{Group: group, Version: versions[0].(map[string]any)["name"].(string), Resource: plural}
+			gvr := establish(t, dyn, decode(t, out))
 			parents := dyn.Resource(gvr).Namespace(ns)
 
 			created, err := parents.Create(t.Context(), decode(t, tt.parent), metav1.CreateOptions{})
@@ -107,6 +87,33 @@ func TestCRDAccepted(t *testing.T) {
 			t.Errorf("changing an immutable field: %v, want invalid", err)
 		}
 	})
+}
+
+// establish creates crd, unless another test of the package did, and
+// waits until the API server serves it; it returns the resource of its
+// first version.
+func establish(t *testing.T, dyn dynamic.Interface, crd *unstructured.Unstructured) schema.GroupVersionResource {
+	t.Helper()
+	if _, err := dyn.Resource(crdsGVR).Create(t.Context(), crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create the CRD: %v", err)
+	}
+	fixture.Eventually(t, crd.GetName()+" Established", 30*time.Second, func() bool {
+		got, err := dyn.Resource(crdsGVR).Get(t.Context(), crd.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, _ := c.(map[string]any); m["type"] == "Established" && m["status"] == "True" {
+				return true
+			}
+		}
+		return false
+	})
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	return schema.GroupVersionResource{Group: group, Version: versions[0].(map[string]any)["name"].(string), Resource: plural}
 }
 
 // decode reads one YAML object.

@@ -155,6 +155,28 @@ spec: {name: shop}
 			t.Errorf("kro RGD: exit %d, output lacks %q:\n%s", code, want, out)
 		}
 	}
+
+	// A collection: an item for each region and tier, and for each backup
+	// shard; the summary, which lists the items' live objects, waits.
+	cfg, _ = graphFiles(t, readFile(t, "../../testdata/kro/fan-out.yaml"), "")
+	text = strings.Replace(readFile(t, cfg), "{group: example.resyncd.io, version: v1alpha1, resource: webapps", "{group: kro.run, version: v1alpha1, resource: fanouts", 1)
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	instance := strings.Replace(readFile(t, "../../testdata/kro/instances/fan-out.yaml"), "  name: demo\n", "  name: demo\n  namespace: team\n", 1)
+	if err := os.WriteFile(parent, []byte(instance), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code = resyncd(t, "render", "--config", cfg, "--parent", parent)
+	for _, want := range []string{
+		"# FanOut team/demo: 6 children\n# waiting: summary waits for configs: 4 of its 4 items do not exist yet, the first ConfigMap team/demo-eu-web\n",
+		"name: demo-eu-web\n", "name: demo-eu-api\n", "name: demo-us-web\n", "name: demo-us-api\n", "name: demo-backup-0\n", "name: demo-backup-1\n",
+		"  image: nginx:1.27\n",
+	} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("collection: exit %d, output lacks %q:\n%s", code, want, out)
+		}
+	}
 }
 
 // installWebAppsAs installs WebApp's CRD under group, as a team would its

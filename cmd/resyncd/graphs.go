@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,11 +21,61 @@ import (
 	"github.com/resyncd/resyncd/desired/graph"
 )
 
-// checkGraph is the check config.Load makes of each graph file with no
-// cluster: syntax, references, order and the shape of the file.
-func checkGraph(path string, c config.CEL) error {
-	_, err := graph.Load(path, celOptions(c))
-	return err
+// checkGraph is the check config.Load makes of the graph file of r with
+// no cluster: syntax, references, order and the shape of the file, and,
+// when the graph's spec.schema or r's crd file gives the parent kind's
+// CRD, every expression's types as far as the parent decides them and its
+// estimated cost. It returns that parent kind.
+func checkGraph(r config.Resource, c config.CEL) (*config.ParentKind, error) {
+	opts, pk, err := offlineOptions(r, c)
+	if err != nil {
+		// Loaded untyped, the graph reports every other problem too.
+		_, lerr := graph.Load(r.GraphPath(), celOptions(c))
+		return nil, joinLines(lerr, err)
+	}
+	_, err = graph.Load(r.GraphPath(), opts)
+	return pk, err // the kind also when the graph has problems: they are the graph's
+}
+
+// offlineOptions are the options the graph of r compiles with without a
+// cluster, and the parent kind it declares (nil when none): the parent
+// typed and defaulted by its CRD when the graph's spec.schema or r's crd
+// file gives one, the children dynamic.
+func offlineOptions(r config.Resource, c config.CEL) (graph.Options, *config.ParentKind, error) {
+	opts := celOptions(c)
+	p, err := graph.ReadParentCRD(r.GraphPath(), r.CRDPath())
+	if err != nil || p == nil {
+		return opts, nil, err
+	}
+	gvr, ok := p.GroupVersionResource(r.Version)
+	if !ok {
+		gvr, _ = p.GroupVersionResource("") // the configuration reports the version
+	}
+	pk := &config.ParentKind{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource,
+		Versions: p.Versions(), Where: p.Where, FromSchema: p.FromSchema}
+	if opts, err = p.Options(gvr.Version, opts); err != nil {
+		return opts, nil, err
+	}
+	return opts, pk, nil
+}
+
+// joinLines joins the lines of errs, each once, in order.
+func joinLines(errs ...error) error {
+	var lines []string
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		for _, l := range strings.Split(err.Error(), "\n") {
+			if !slices.Contains(lines, l) {
+				lines = append(lines, l)
+			}
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(lines, "\n"))
 }
 
 func celOptions(c config.CEL) graph.Options {

@@ -59,8 +59,10 @@ type resourceStatus struct {
 	Failed   int    `json:"failed"`
 	Stalled  int    `json:"stalled"`
 	Deferred int    `json:"deferred"`
-	done     bool
-	failed   bool
+	// Down is why the resource has no pass (its CRD was refused).
+	Down   string `json:"down,omitempty"`
+	done   bool
+	failed bool
 }
 
 func newHealth(cfg *config.Config) *health {
@@ -103,6 +105,14 @@ func (h *health) record(c, i int, rep engine.ResourceReport, err error) {
 	}
 }
 
+// down records that the i-th resource of cluster c has no pass, and why.
+func (h *health) down(c, i int, why string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cs := h.clusters[c]
+	cs.Resources[i].Down, cs.Resources[i].failed, cs.Up = why, true, false
+}
+
 // unreachable records why cluster c could not be made ready for a pass.
 func (h *health) unreachable(c int, err error) {
 	h.mu.Lock()
@@ -122,6 +132,9 @@ func (h *health) reached(c int, server string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.clusters[c].Server, h.clusters[c].Error = server, ""
+	for _, rs := range h.clusters[c].Resources {
+		rs.Down = "" // made ready again: down anew, or not
+	}
 }
 
 func (h *health) setLeading(leading bool) {
@@ -146,6 +159,8 @@ func (h *health) notReady() []string {
 			name := clusterPrefix(cs.Name, h.listed) + rs.Resource
 			switch {
 			case rs.Mode == string(config.ModeOff):
+			case rs.Down != "":
+				why = append(why, name+": down: "+rs.Down)
 			case !rs.done:
 				why = append(why, name+": no pass finished yet")
 			case rs.failed:

@@ -32,6 +32,7 @@ func newOnceCommand(g *globals) *cobra.Command {
 func runOnce(ctx context.Context, g *globals) error {
 	ctx, cancel := g.bounded(ctx)
 	defer cancel()
+	g.installCRDs = true
 	p, err := g.prepare()
 	if err != nil {
 		return exitWith(exitCodeOf(err, 1), err)
@@ -89,12 +90,16 @@ func (g *globals) passOnce(ctx context.Context, p *prepared, with func(*target) 
 			opts, done := with(t)
 			defer done()
 			opts.REST, opts.Renderers, opts.Log = t.cl.rest, t.renderers, p.log
-			eng, err := engine.New(engine.SettingsFor(p.cfg, t.cfg), opts)
+			settings, _ := t.settings(p.cfg)
+			eng, err := engine.New(settings, opts)
 			if err != nil {
 				errs[i] = err
 				return
 			}
 			reps[i].Report, err = eng.SyncOnce(ctx)
+			for _, why := range t.down {
+				err = errors.Join(err, errors.New(why))
+			}
 			if err != nil {
 				errs[i] = g.explain(t.cl, err)
 				if p.cfg.ListsClusters() {

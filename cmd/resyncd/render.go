@@ -57,7 +57,11 @@ func renderParents(out io.Writer, cfg *config.Config, in io.Reader) error {
 	reg := desired.DefaultRegistry()
 	for _, r := range cfg.Resources {
 		if r.Graph != "" {
-			gr, err := graph.Load(r.GraphPath(), celOptions(cfg.CEL))
+			opts, _, err := offlineOptions(r, cfg.CEL)
+			if err != nil {
+				return exitWith(1, err)
+			}
+			gr, err := graph.Load(r.GraphPath(), opts)
 			if err != nil {
 				return exitWith(1, err)
 			}
@@ -97,7 +101,8 @@ func renderParents(out io.Writer, cfg *config.Config, in io.Reader) error {
 }
 
 // parentDefaulter is a renderer that knows the parent kind's schema and
-// fills in its defaults (a graph with kro's spec.schema).
+// fills in its defaults (a graph with kro's spec.schema, or beside the
+// resource's crd file).
 type parentDefaulter interface {
 	Default(*unstructured.Unstructured)
 }

@@ -28,6 +28,9 @@ type globals struct {
 	passTimeout time.Duration
 	stdout      io.Writer
 	profiles    profiles
+	// installCRDs: the command applies the CRDs of the resources that set
+	// installCRD when it makes a cluster ready (run and once do).
+	installCRDs bool
 }
 
 func run(ctx context.Context, args []string) error {

@@ -73,6 +73,7 @@ type daemon struct {
 }
 
 func runDaemon(ctx context.Context, g *globals) error {
+	g.installCRDs = true
 	p, err := g.prepare()
 	if err != nil {
 		return exitWith(1, err)
@@ -395,6 +396,9 @@ func (d *daemon) awaitReady(ctx context.Context, c int, t *target, interval time
 // Lease is where it is: its requests fail until resyncd restarts.
 func (d *daemon) runCluster(ctx context.Context, c int, t *target, started func(*engine.Engine)) bool {
 	d.health.reached(c, t.server())
+	for i, why := range t.down {
+		d.health.down(c, i, why)
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if !t.cfg.Home() && t.cl.moved != nil {
@@ -408,7 +412,8 @@ func (d *daemon) runCluster(ctx context.Context, c int, t *target, started func(
 	}
 	rec, stop := newRecorder(runCtx, t.cl.kube)
 	defer stop()
-	eng, err := engine.New(engine.SettingsFor(d.cfg, t.cfg), engine.Options{
+	settings, index := t.settings(d.cfg)
+	eng, err := engine.New(settings, engine.Options{
 		REST: t.cl.rest, Renderers: t.renderers, Metrics: d.metrics,
 		Log: d.log, Events: rec, PassTimeout: d.passTimeout,
 	})
@@ -418,7 +423,7 @@ func (d *daemon) runCluster(ctx context.Context, c int, t *target, started func(
 		return false
 	}
 	started(eng)
-	eng.Run(runCtx, func(i int, rep engine.ResourceReport, err error) { d.health.record(c, i, rep, err) })
+	eng.Run(runCtx, func(i int, rep engine.ResourceReport, err error) { d.health.record(c, index[i], rep, err) })
 	return ctx.Err() == nil && t.cl.movedAway()
 }
 

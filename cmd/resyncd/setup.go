@@ -22,6 +22,7 @@ import (
 
 	"github.com/resyncd/resyncd/config"
 	"github.com/resyncd/resyncd/desired"
+	"github.com/resyncd/resyncd/engine"
 )
 
 // loadConfig reads the configuration with the environment and the
@@ -222,9 +223,36 @@ type target struct {
 	// watched resource, and the graphs are type-checked against its schemas.
 	cl        *clients
 	renderers desired.Registry
+	// down are the resources, by index in resources, whose CRD resyncd
+	// refused to apply, and why: they have no pass while the others run.
+	down map[int]string
 }
 
 func (t *target) ready() bool { return t.renderers != nil }
+
+// up are the resources of t that are not down.
+func (t *target) up() []config.Resource {
+	var out []config.Resource
+	for i, r := range t.resources {
+		if _, down := t.down[i]; !down {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// settings is what the engine of t runs: the resources that are not down;
+// index maps the engine's resource to its index in t.resources.
+func (t *target) settings(cfg *config.Config) (s engine.Settings, index []int) {
+	s = engine.SettingsFor(cfg, t.cfg)
+	s.Resources = t.up()
+	for i := range t.resources {
+		if _, down := t.down[i]; !down {
+			index = append(index, i)
+		}
+	}
+	return s, index
+}
 
 // server is the address of the cluster's API server, once known.
 func (t *target) server() string {
@@ -238,7 +266,7 @@ func (t *target) server() string {
 // kubeconfig file, and what it was made ready with.
 func (t *target) disconnect() {
 	t.claims.release(t.cfg.Name)
-	t.cl, t.renderers = nil, nil
+	t.cl, t.renderers, t.down = nil, nil, nil
 }
 
 // claimServer claims the address of the server t's clients reach.
@@ -321,7 +349,15 @@ func (g *globals) readyTarget(cfg *config.Config, t *target) error {
 		if err := t.claimServer(); err != nil {
 			return err
 		}
-		if err := checkServed(t.cl.kube.Discovery(), cfg, t.resources); err != nil {
+		if g.installCRDs {
+			// No context, as for discovery: the request timeout bounds it.
+			down, err := installCRDs(context.Background(), cfg, t)
+			if err != nil {
+				return g.explain(t.cl, err)
+			}
+			t.down = down
+		}
+		if err := checkServed(t.cl.kube.Discovery(), cfg, t.up()); err != nil {
 			return g.explain(t.cl, err)
 		}
 		uid, err := kubeSystemUID(t.cl.kube)
@@ -333,7 +369,7 @@ func (g *globals) readyTarget(cfg *config.Config, t *target) error {
 				return err
 			}
 		}
-		reg, err := renderers(cfg, t.resources, t.cl.kube.Discovery())
+		reg, err := renderers(cfg, t.up(), t.cl.kube.Discovery())
 		if err != nil {
 			return g.explain(t.cl, err)
 		}

@@ -15,7 +15,9 @@ func newValidateCommand(g *globals) *cobra.Command {
 		Short: "Check the configuration file and its graphs and list every problem",
 		Long: "validate reads the configuration as run would. It exits 0 when it is valid and 1 with\n" +
 			"every problem, each with the file, line and key, when not. Without a cluster it checks\n" +
-			"graph files offline: their shape, expressions, references and order. With --kubeconfig\n" +
+			"graph files offline: their shape, expressions, references and order, and, where the\n" +
+			"parent kind's CRD is known (the graph's spec.schema, or the resource's crd file), every\n" +
+			"expression's types as the parent decides them and its cost. With --kubeconfig\n" +
 			"(or $KUBECONFIG) it also asks the API server whether it serves every watched resource,\n" +
 			"type-checks every graph expression against the schemas it publishes for the parent and\n" +
 			"child kinds, and bounds each expression's estimated cost (cel.maxEstimatedCost).",

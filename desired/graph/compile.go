@@ -62,7 +62,7 @@ func env(names []string, types map[string]*apiservercel.DeclType) (*cel.Env, err
 		ext.Strings(ext.StringsVersion(2)), ext.Sets(), ext.TwoVarComprehensions(), ext.Lists(ext.ListsVersion(3)),
 		ext.Encoders(), hashes(), kroLibrary(),
 		cel.ASTValidators(cel.ValidateDurationLiterals(), cel.ValidateTimestampLiterals(), cel.ValidateRegexLiterals()),
-		cel.CostEstimatorOptions(checker.PresenceTestHasCost(false)),
+		cel.CostEstimatorOptions(checker.PresenceTestHasCost(false), rangeEstimate()),
 	)
 	if err != nil {
 		return nil, err
@@ -108,6 +108,10 @@ type compiler struct {
 	maxEstimate uint64
 	budget      uint64
 	ps          *problems
+	// local are the variables of one resource only, a collection's
+	// iterators or each, with their types where known: read like the
+	// others, but no reference to another resource.
+	local map[string]*apiservercel.DeclType
 }
 
 // compile parses and checks e, finds what it reads, estimates its cost and
@@ -122,11 +126,14 @@ func (c *compiler) compile(e *expr) bool {
 	e.paths = map[string][][]string{}
 	reads(a.NativeRep().Expr(), c.declared(), e.paths)
 	for v := range e.paths {
-		e.refs = append(e.refs, v)
+		if _, ok := c.local[v]; !ok {
+			e.refs = append(e.refs, v)
+		}
 	}
 	sort.Strings(e.refs)
 	if c.maxEstimate > 0 {
-		est, err := c.env.EstimateCost(a, &library.CostEstimator{SizeEstimator: &sizes{types: c.types}})
+		sz := &sizes{types: c.types, local: c.local}
+		est, err := c.env.EstimateCost(a, &joins{CostEstimator: library.CostEstimator{SizeEstimator: sz}, sizes: sz})
 		if err != nil {
 			c.ps.add(e.line, e.where, "${%s}: estimate its cost: %v", e.src, err)
 			return false
@@ -220,6 +227,9 @@ func (c *compiler) declared() map[string]bool {
 	for n := range c.types {
 		m[n] = true
 	}
+	for n := range c.local {
+		m[n] = true
+	}
 	return m
 }
 
@@ -294,7 +304,7 @@ func selection(e celast.Expr) (string, []string, bool) {
 // it says (maxItems, maxLength, or what fits in the largest request), and
 // by the largest request the API server accepts otherwise.
 type sizes struct {
-	types map[string]*apiservercel.DeclType
+	types, local map[string]*apiservercel.DeclType
 }
 
 // EstimateSize implements checker.CostEstimator.
@@ -303,6 +313,19 @@ func (s *sizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 		return sz
 	}
 	path := n.Path()
+	if len(path) > 1 && path[0] == mappedItems {
+		// An item of what map() made (joins): the value it maps each item to.
+		path = path[1 : len(path)-1]
+	}
+	if l := len(path); l >= 2 && path[l-2] == "metadata" {
+		// Whatever a schema says, the API server takes no longer names.
+		switch path[l-1] {
+		case "name", "generateName":
+			return &checker.SizeEstimate{Min: 0, Max: 253}
+		case "namespace":
+			return &checker.SizeEstimate{Min: 0, Max: 63}
+		}
+	}
 	if e := n.Expr(); e != nil && e.Kind() == celast.ComprehensionKind {
 		// What map() and filter() make is no larger than what they range
 		// over.
@@ -311,7 +334,11 @@ func (s *sizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 		}
 	}
 	if len(path) > 0 {
-		if t := s.types[path[0]]; t != nil {
+		t, ok := s.local[path[0]]
+		if !ok {
+			t = s.types[path[0]]
+		}
+		if t != nil {
 			for _, f := range path[1:] {
 				switch {
 				case t == nil:
@@ -343,6 +370,64 @@ func (s *sizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 func (s *sizes) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
 	return nil
 }
+
+// joins is the estimator of CRD validation rules, but for the join() of
+// what map() made, whose items it sizes as the value each item is mapped
+// to, as in x.map(c, c.metadata.name).join(','): CEL's own estimate takes
+// them for the largest string a request holds.
+type joins struct {
+	library.CostEstimator
+	sizes *sizes
+}
+
+// mappedItems starts the path of an item of a list map() made; the rest
+// is the path of the value it is mapped to.
+const mappedItems = "@mapped"
+
+// EstimateCallCost implements checker.CostEstimator.
+func (j *joins) EstimateCallCost(function, overloadID string, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
+	if function == "join" && target != nil {
+		if path := mappedPath((*target).Expr()); path != nil {
+			t := checker.AstNode(mapped{AstNode: *target, size: j.sizes.EstimateSize(*target), path: path})
+			target = &t
+		}
+	}
+	return j.CostEstimator.EstimateCallCost(function, overloadID, target, args)
+}
+
+// mappedPath is, for e a map() over a field path whose every item is
+// mapped to a field path of it (x.map(c, c.a.b)), the path of that value:
+// [mappedItems, x, @items, a, b]; nil for any other expression.
+func mappedPath(e celast.Expr) []string {
+	if e == nil || e.Kind() != celast.ComprehensionKind {
+		return nil
+	}
+	cp := e.AsComprehension()
+	root, path, ok := selection(cp.IterRange())
+	step := cp.LoopStep()
+	if !ok || step.Kind() != celast.CallKind || step.AsCall().FunctionName() != operators.Add || len(step.AsCall().Args()) != 2 {
+		return nil
+	}
+	l := step.AsCall().Args()[1]
+	if l.Kind() != celast.ListKind || len(l.AsList().Elements()) != 1 {
+		return nil
+	}
+	v, field, ok := selection(l.AsList().Elements()[0])
+	if !ok || v != cp.IterVar() {
+		return nil
+	}
+	return slices.Concat([]string{mappedItems, root}, path, []string{"@items"}, field)
+}
+
+// mapped is a list map() made, its size known and its items' path given.
+type mapped struct {
+	checker.AstNode
+	size *checker.SizeEstimate
+	path []string
+}
+
+func (m mapped) ComputedSize() *checker.SizeEstimate { return m.size }
+func (m mapped) Path() []string                      { return m.path }
 
 // oneLine keeps of CEL's errors their messages and positions, without the
 // source line and caret that only read well on a terminal.

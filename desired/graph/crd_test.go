@@ -13,9 +13,9 @@ import (
 )
 
 // TestCRDGolden: the CRD of each graph of testdata/kro, as `resyncd crd`
-// prints it.
+// prints it, in testdata/kro/crds.
 func TestCRDGolden(t *testing.T) {
-	for _, name := range []string{"storefront", "team-roster", "legacy-queue", "graph-kind"} {
+	for _, name := range corpus(t) {
 		t.Run(name, func(t *testing.T) {
 			crd, err := CRDOfFile(filepath.Join("..", "..", "testdata", "kro", name+".yaml"))
 			if err != nil {

@@ -28,7 +28,7 @@ var idPattern = regexp.MustCompile(`^[a-z][a-zA-Z0-9]*$`)
 var reserved = map[string]bool{ParentVar: true, "in": true, "as": true, "break": true, "const": true,
 	"continue": true, "else": true, "for": true, "function": true, "if": true, "import": true, "let": true,
 	"loop": true, "package": true, "namespace": true, "return": true, "var": true, "void": true, "while": true,
-	"true": true, "false": true, "null": true}
+	"true": true, "false": true, "null": true, EachVar: true}
 
 // file is a graph file as read, before its expressions are compiled.
 type file struct {
@@ -61,6 +61,9 @@ type resource struct {
 	// clusterScoped says the kind is cluster-scoped: its objects have no
 	// namespace.
 	clusterScoped bool
+	// forEach makes the resource a collection: one child for each
+	// combination of its iterators' items (collection.go).
+	forEach []*iterator
 }
 
 // where names the resource in messages, as kro's users know it.
@@ -123,7 +126,9 @@ func read(path string, data []byte, ps *problems) *file {
 	}
 	root := doc.Content[0]
 	f := &file{path: path}
-	top := fields(root, ps, "", "apiVersion", "kind", "metadata", "spec")
+	// status is what kro's controller reports of an RGD: a file exported
+	// from a cluster has it, and it says nothing of the graph.
+	top := fields(root, ps, "", "apiVersion", "kind", "metadata", "spec", "status")
 	switch av, kind := scalar(top["apiVersion"]), scalar(top["kind"]); {
 	case av == APIVersion && kind == Kind, av == KroAPIVersion && (kind == KroKind || kind == KroOldKind):
 	case av != APIVersion && av != KroAPIVersion:
@@ -132,7 +137,10 @@ func read(path string, data []byte, ps *problems) *file {
 		ps.add(line(top["kind"], root), "kind", "is %q, must be %s for %s, %s or %s for %s", kind, Kind, APIVersion, KroKind, KroOldKind, KroAPIVersion)
 	}
 	if md := top["metadata"]; md != nil {
-		f.name = scalar(fields(md, ps, "metadata", "name")["name"])
+		// The rest of the object's metadata (labels, annotations, the
+		// namespace or finalizers of a file exported from a cluster) is
+		// the object's, not the graph's.
+		f.name = scalar(fields(md, nil, "metadata")["name"])
 	}
 	spec := top["spec"]
 	if spec == nil {
@@ -162,8 +170,18 @@ func read(path string, data []byte, ps *problems) *file {
 		}
 	}
 	res := sf["resources"]
-	if res == nil || res.Kind != yaml.SequenceNode || len(res.Content) == 0 {
-		ps.add(spec.Line, "spec.resources", "must list at least one resource")
+	switch {
+	case res != nil && res.Kind != yaml.SequenceNode && !(res.Kind == yaml.ScalarNode && res.Tag == "!!null"):
+		ps.add(res.Line, "spec.resources", "must be a list of resources")
+		return f
+	case res == nil || len(res.Content) == 0:
+		// A parent kind with a status only, or with a schema only: kro
+		// allows both, for a kind that publishes values computed from its
+		// own spec, or that only holds data; its parents get their
+		// conditions.
+		if f.status == nil && !f.schema {
+			ps.add(line(res, spec), "spec.resources", "lists no resource, and the graph declares neither a parent kind (spec.schema) nor status fields: it would do nothing")
+		}
 		return f
 	}
 	seen := map[string]int{}
@@ -179,16 +197,15 @@ func read(path string, data []byte, ps *problems) *file {
 		seen[r.id] = i
 		f.resources = append(f.resources, r)
 	}
+	checkIterators(f, ps)
 	return f
 }
 
 func readResource(n *yaml.Node, i int, ps *problems) *resource {
 	where := fmt.Sprintf("resources[%d]", i)
 	rf := fields(n, ps, where, "id", "template", "includeWhen", "readyWhen", "externalRef", "forEach")
-	for _, k := range []string{"externalRef", "forEach"} {
-		if m := rf[k]; m != nil {
-			ps.add(m.Line, where+"."+k, "is not supported by resyncd; see docs/graphs.md")
-		}
+	if m := rf["externalRef"]; m != nil {
+		ps.add(m.Line, where+".externalRef", "is not supported by resyncd; see docs/graphs.md")
 	}
 	r := &resource{id: scalar(rf["id"]), line: n.Line}
 	switch {
@@ -238,6 +255,7 @@ func readResource(n *yaml.Node, i int, ps *problems) *resource {
 	r.template = newTemplate(t, where+".template", ps)
 	r.includeWhen = conditions(rf["includeWhen"], where+".includeWhen", ps)
 	r.readyWhen = conditions(rf["readyWhen"], where+".readyWhen", ps)
+	r.forEach = readForEach(rf["forEach"], rf["externalRef"] != nil, where+".forEach", ps)
 	return r
 }
 

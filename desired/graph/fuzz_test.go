@@ -15,7 +15,7 @@ import (
 // says something.
 func FuzzParse(f *testing.F) {
 	files, _ := filepath.Glob("../../testdata/graphs/*.yaml")
-	files = append(files, "../../docs/examples/webapp.yaml")
+	files = append(files, "../../docs/examples/webapp.yaml", "../../testdata/kro/fan-out.yaml")
 	for _, p := range files {
 		data, err := os.ReadFile(p)
 		if err != nil {
@@ -30,12 +30,12 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// FuzzRender: no parent makes the HttpService or WebApp graph panic; an
+// FuzzRender: no parent makes the HttpService, WebApp or FanOut graph panic; an
 // error is an *InvalidError (the parent is Stalled), and every child is in
 // the parent's namespace with a name.
 func FuzzRender(f *testing.F) {
 	graphs := []*Renderer{}
-	for _, p := range []string{"../../testdata/graphs/httpservice.yaml", "../../docs/examples/webapp.yaml"} {
+	for _, p := range []string{"../../testdata/graphs/httpservice.yaml", "../../docs/examples/webapp.yaml", "../../testdata/kro/fan-out.yaml"} {
 		g, err := Load(p, Options{})
 		if err != nil {
 			f.Fatal(err)
@@ -51,6 +51,7 @@ func FuzzRender(f *testing.F) {
 		f.Add(data)
 	}
 	f.Add([]byte(`{"metadata": {"name": "a", "namespace": "b"}, "spec": {"image": "x", "config": [{"name": "A", "value": "1"}], "expose": true}}`))
+	f.Add([]byte(`{"metadata": {"name": "a", "namespace": "b"}, "spec": {"regions": ["eu", "us"], "tiers": ["web"], "image": "x", "backups": {"enabled": true, "shards": 3}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		u := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal(data, &u.Object); err != nil || u.Object == nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/google/cel-go/cel"
+	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -36,7 +37,8 @@ type SchemaResolver interface {
 type Options struct {
 	// Schemas, when set, types every expression: the parent's as Parent's
 	// schema, each child's as its kind's, and each value as the field it
-	// fills; and bounds the estimated cost of each. Nil: every variable is
+	// fills; and bounds the estimated cost of each. A kind it resolves to
+	// no schema (nil, no error) is left dynamic. Nil: every variable is
 	// dynamic and only syntax, references and order are checked.
 	Schemas SchemaResolver
 	// Parent is the parents' kind, to type them with Schemas.
@@ -54,6 +56,10 @@ type Options struct {
 	// API server's discovery says; nil (no cluster): Kubernetes' own
 	// cluster-scoped kinds are, every other kind is taken as namespaced.
 	ClusterScoped func(schema.GroupVersionKind) bool
+	// ParentSchema is the openAPIV3Schema of the parent kind's CRD, when it
+	// is a file of the team's beside a graph without spec.schema
+	// (ParentCRD.Options sets it): Renderer.Default applies its defaults.
+	ParentSchema *extv1.JSONSchemaProps
 }
 
 // Renderer renders the parents of one kind as a graph file declares: a
@@ -124,7 +130,7 @@ func Parse(path string, data []byte, opts Options) (*Renderer, error) {
 	if f.schema {
 		r.schema = parseSchema(data, ps)
 	}
-	types, err := resolveTypes(f, opts, ps)
+	types, parentSchema, err := resolveTypes(f, opts, ps)
 	if err != nil {
 		return nil, err
 	}
@@ -132,14 +138,15 @@ func Parse(path string, data []byte, opts Options) (*Renderer, error) {
 	for _, res := range f.resources {
 		names = append(names, res.id)
 	}
-	e, err := env(names, types)
+	vars := variables(f, types)
+	e, err := env(names, vars)
 	if err != nil {
 		return nil, fmt.Errorf("%s: build the CEL environment: %w", path, err)
 	}
-	c := &compiler{env: e, types: types, budget: opts.CostBudget, ps: ps}
+	c := &compiler{env: e, types: vars, budget: opts.CostBudget, ps: ps}
 	for _, n := range names {
-		if _, ok := types[n]; !ok {
-			types[n] = nil // declared, untyped
+		if _, ok := vars[n]; !ok {
+			vars[n] = nil // declared, untyped
 		}
 	}
 	if opts.Schemas != nil {
@@ -150,20 +157,25 @@ func Parse(path string, data []byte, opts Options) (*Renderer, error) {
 	}
 	if f.status != nil {
 		var st *apiservercel.DeclType
-		if p := types[ParentVar]; p != nil && p.IsObject() {
+		if p := vars[ParentVar]; p != nil && p.IsObject() {
 			if fd, ok := p.Fields["status"]; ok {
 				st = fd.Type
 			}
 		}
 		c.template(f.status, st, "the parent's status field", nil)
-		undeclaredStatus(f, st, opts.Parent.Kind, ps)
+		undeclaredStatus(f, parentSchema, opts.Parent.Kind, ps)
 	}
 	if len(ps.list) > 0 {
 		return nil, ps.err()
 	}
-	if r.schema != nil {
+	switch {
+	case r.schema != nil:
 		if r.defaulter, err = defaulterOf(r.schema); err != nil {
 			return nil, fmt.Errorf("%s: spec.schema: %w", path, err)
+		}
+	case opts.ParentSchema != nil:
+		if r.defaulter, err = NewDefaulter(opts.ParentSchema); err != nil {
+			return nil, fmt.Errorf("%s: the parent kind's CRD: %w", path, err)
 		}
 	}
 	if r.resources, err = order(f, ps); err != nil {
@@ -176,65 +188,75 @@ func Parse(path string, data []byte, opts Options) (*Renderer, error) {
 }
 
 // undeclaredStatus reports the status fields of f that the parent's
-// status schema st does not declare: the API server drops them from what
-// resyncd applies, so the status would differ, and be written, every pass.
-// A schema that declares no field (or none known) checks nothing.
-func undeclaredStatus(f *file, st *apiservercel.DeclType, kind string, ps *problems) {
+// schema does not declare: the API server drops them from what resyncd
+// applies, so the status would differ, and be written, every pass. A
+// field declared with any value (x-kubernetes-preserve-unknown-fields, as
+// `resyncd crd` declares one it cannot type offline) is declared; a
+// status that keeps unknown fields, or declares none, checks nothing.
+func undeclaredStatus(f *file, parent *spec.Schema, kind string, ps *problems) {
 	fields, ok := f.status.value.(map[string]any)
-	if st == nil || !st.IsObject() || len(st.Fields) == 0 || !ok {
+	if parent == nil || !ok {
+		return
+	}
+	st, found := parent.Properties["status"]
+	if !found || len(st.Properties) == 0 || preservesUnknown(&st) {
 		return
 	}
 	for _, k := range slices.Sorted(maps.Keys(fields)) {
-		if name, ok := apiservercel.Escape(k); ok {
-			if _, found := st.Fields[name]; found {
-				continue
-			}
+		if _, found := st.Properties[k]; found {
+			continue
 		}
 		ps.add(f.line, "spec.status."+k, "is not a field of %s's status in its CustomResourceDefinition: the API server would drop it, "+
 			"and the status would be written again every pass; declare it in the CRD's status schema, or remove it", kind)
 	}
 }
 
+// preservesUnknown says whether s keeps fields it does not declare.
+func preservesUnknown(s *spec.Schema) bool {
+	v, ok := s.Extensions["x-kubernetes-preserve-unknown-fields"].(bool)
+	return ok && v
+}
+
 // resolveTypes asks Schemas for the type of the parent and of every kind
-// of child; without Schemas it returns an empty map.
-func resolveTypes(f *file, opts Options, ps *problems) (map[string]*apiservercel.DeclType, error) {
+// of child, and returns them with the parent's schema; without Schemas
+// it returns an empty map.
+func resolveTypes(f *file, opts Options, ps *problems) (map[string]*apiservercel.DeclType, *spec.Schema, error) {
 	types := map[string]*apiservercel.DeclType{}
 	if opts.Schemas == nil {
-		return types, nil
+		return types, nil, nil
 	}
-	declType := func(gvk schema.GroupVersionKind, name string) (*apiservercel.DeclType, error) {
-		s, err := opts.Schemas.ResolveSchema(gvk)
-		if err != nil {
-			return nil, err
+	declType := func(s *spec.Schema, name string) *apiservercel.DeclType {
+		if s == nil {
+			return nil // no schema and no error: a kind left untyped
 		}
 		t := openapi.SchemaDeclType(s, true)
 		if t == nil {
-			return nil, nil
+			return nil
 		}
-		return t.MaybeAssignTypeName(name), nil
+		return t.MaybeAssignTypeName(name)
 	}
-	t, err := declType(opts.Parent, "__parent__")
+	parent, err := opts.Schemas.ResolveSchema(opts.Parent)
 	if err != nil {
-		return nil, fmt.Errorf("%s: the schema of the parent kind %s: %w", f.path, opts.Parent.Kind, err)
+		return nil, nil, fmt.Errorf("%s: the schema of the parent kind %s: %w", f.path, opts.Parent.Kind, err)
 	}
-	types[ParentVar] = t
+	types[ParentVar] = declType(parent, "__parent__")
 	for _, res := range f.resources {
 		gv, err := schema.ParseGroupVersion(res.apiVersion)
 		if err != nil {
 			ps.add(res.line, res.where()+".template.apiVersion", "%q: %v", res.apiVersion, err)
 			continue
 		}
-		t, err := declType(gv.WithKind(res.kind), "__"+res.id+"__")
+		s, err := opts.Schemas.ResolveSchema(gv.WithKind(res.kind))
 		if err != nil {
 			ps.add(res.line, res.where()+".template", "%s %s: no schema from the API server (is the kind served?): %v", res.apiVersion, res.kind, err)
 			continue
 		}
-		types[res.id] = t
+		types[res.id] = declType(s, "__"+res.id+"__")
 	}
 	if len(ps.list) > 0 {
-		return nil, ps.err()
+		return nil, nil, ps.err()
 	}
-	return types, nil
+	return types, parent, nil
 }
 
 // resource compiles the expressions of one resource and checks what they
@@ -246,6 +268,10 @@ func (c *compiler) resource(res *resource, t *apiservercel.DeclType) {
 			c.only(e, "the parent ("+ParentVar+")", ParentVar)
 			c.expect(e, cel.BoolType, "includeWhen")
 		}
+	}
+	if res.collection() {
+		c.collection(res, t)
+		return
 	}
 	for _, e := range res.readyWhen {
 		if c.compile(e) {
@@ -425,6 +451,9 @@ func childTypes(resources []*resource, status *tmpl, resourceOf func(schema.Grou
 		if len(r.readyWhen) == 0 {
 			keep = append(keep, readinessKeep...)
 		}
+		if r.collection() {
+			keep = append(keep, r.eachReads()...)
+		}
 		out[i].Keep = compact(keep)
 	}
 	return out, nil
@@ -447,7 +476,11 @@ func compact(paths []string) []string {
 
 // expressions returns every expression of r.
 func (r *resource) expressions() []*expr {
-	return slices.Concat(r.includeWhen, r.readyWhen, r.template.expressions())
+	out := slices.Concat(r.includeWhen, r.readyWhen, r.template.expressions())
+	for _, it := range r.forEach {
+		out = append(out, it.expr)
+	}
+	return out
 }
 
 // expressions returns every expression of t.

@@ -42,6 +42,12 @@ func (r *Renderer) Render(parent *unstructured.Unstructured, children []desired.
 	var g desired.Graph
 	index := map[string]int{} // of each resource rendered, in g.Children
 	for _, res := range r.resources {
+		if res.collection() {
+			if err := ev.renderItems(res, &g, index); err != nil {
+				return desired.Graph{}, err
+			}
+			continue
+		}
 		obj, err := ev.resolve(res, true)
 		if err != nil {
 			return desired.Graph{}, err
@@ -56,6 +62,8 @@ func (r *Renderer) Render(parent *unstructured.Unstructured, children []desired.
 		for _, d := range res.deps {
 			if i, ok := index[d]; ok {
 				refs = append(refs, i)
+			} else if span, ok := ev.spans[d]; ok {
+				refs = span.append(refs)
 			}
 		}
 		index[res.id] = len(g.Children)
@@ -81,6 +89,11 @@ type evaluation struct {
 	// names are the names of the resources resolved so far, and where
 	// they are placed.
 	names map[string]placed
+	// items are the names (and places) of the items of each collection
+	// resolved so far, and spans where Render put them in the graph
+	// (collection.go).
+	items map[string][]placed
+	spans map[string]span
 }
 
 func (r *Renderer) evaluation(parent *unstructured.Unstructured, children []desired.Child) *evaluation {
@@ -100,30 +113,54 @@ func (r *Renderer) evaluation(parent *unstructured.Unstructured, children []desi
 // its name unless whole), and binds its live object for the resources
 // after it. It returns nil when res is left out or waits.
 func (ev *evaluation) resolve(res *resource, whole bool) (*unstructured.Unstructured, error) {
+	if in, err := ev.included(res); !in || err != nil {
+		return nil, err
+	}
+	obj, err := ev.build(res, whole)
+	if obj == nil || err != nil {
+		return nil, err
+	}
+	ev.names[res.id] = placed{namespace: obj.GetNamespace(), name: obj.GetName()}
+	if c, ok := ev.live[ev.liveKey(res.kind, obj.GetNamespace(), obj.GetName())]; ok && sameGroup(c, res) && c.Object != nil {
+		ev.vars[res.id] = c.Object
+	}
+	return obj, nil
+}
+
+// included says whether res is to be rendered: every resource it refers
+// to is included and live, and its includeWhen holds. When not, res is
+// marked left out, or waiting.
+func (ev *evaluation) included(res *resource) (bool, error) {
 	for _, d := range res.deps {
 		if ev.excluded[d] {
 			ev.excluded[res.id] = true
-			return nil, nil
+			return false, nil
 		}
 		if _, ok := ev.vars[d]; !ok {
 			ev.wait(res, d, ev.absent(d))
-			return nil, nil
+			return false, nil
 		}
 	}
 	for _, e := range res.includeWhen {
 		v, err := ev.eval(e)
 		if err != nil {
-			return nil, ev.invalid(e, err)
+			return false, ev.invalid(e, err)
 		}
 		b, ok := v.Value().(bool)
 		if !ok {
-			return nil, &desired.InvalidError{Field: e.where, Message: fmt.Sprintf("${%s} is %v, not a bool", e.src, v.Value())}
+			return false, &desired.InvalidError{Field: e.where, Message: fmt.Sprintf("${%s} is %v, not a bool", e.src, v.Value())}
 		}
 		if !b {
 			ev.excluded[res.id] = true
-			return nil, nil
+			return false, nil
 		}
 	}
+	return true, nil
+}
+
+// build evaluates the template of res (only its name unless whole) with
+// the variables bound now; nil when it waits.
+func (ev *evaluation) build(res *resource, whole bool) (*unstructured.Unstructured, error) {
 	value := runtime.DeepCopyJSONValue(res.template.value).(map[string]any)
 	for _, s := range res.template.slots {
 		if !whole && !s.name {
@@ -146,10 +183,6 @@ func (ev *evaluation) resolve(res *resource, whole bool) (*unstructured.Unstruct
 	}
 	if err := ev.place(res, obj); err != nil {
 		return nil, err
-	}
-	ev.names[res.id] = placed{namespace: obj.GetNamespace(), name: obj.GetName()}
-	if c, ok := ev.live[ev.liveKey(res.kind, obj.GetNamespace(), obj.GetName())]; ok && sameGroup(c, res) && c.Object != nil {
-		ev.vars[res.id] = c.Object
 	}
 	return obj, nil
 }
@@ -265,11 +298,33 @@ func (ev *evaluation) dependency(e *expr) string {
 
 func (ev *evaluation) wait(res *resource, dep, why string) {
 	gv, _ := schema.ParseGroupVersion(res.apiVersion)
-	ev.waits[res.id] = &desired.Waiting{
+	w := &desired.Waiting{
 		ID: res.id, Group: gv.Group, Kind: res.kind,
 		Reason:  "WaitingFor" + strings.ToUpper(dep[:1]) + dep[1:],
 		Message: fmt.Sprintf("%s waits for %s: %s", res.id, dep, why),
 	}
+	if !res.collection() {
+		// Every item of a waiting collection waits, their names unknown.
+		w.Name = ev.nameOf(res)
+	}
+	ev.waits[res.id] = w
+}
+
+// nameOf is the name of res, if it can be known without what res waits
+// for; "" otherwise.
+func (ev *evaluation) nameOf(res *resource) string {
+	for _, s := range res.template.slots {
+		if s.name {
+			v, dep, err := ev.fill(s)
+			if name, ok := v.(string); ok && dep == "" && err == nil {
+				return name
+			}
+			return ""
+		}
+	}
+	md, _ := res.template.value.(map[string]any)["metadata"].(map[string]any)
+	name, _ := md["name"].(string)
+	return name
 }
 
 // absent says why resource id has no live object to refer to.
@@ -278,6 +333,9 @@ func (ev *evaluation) absent(id string) string {
 		return "it waits too"
 	}
 	for _, res := range ev.r.resources {
+		if res.id == id && res.collection() {
+			return ev.itemsAbsent(res)
+		}
 		if res.id == id {
 			return fmt.Sprintf("%s %s does not exist yet", res.kind, ev.names[id])
 		}

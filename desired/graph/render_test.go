@@ -49,7 +49,7 @@ func TestRenderWaitsForLiveFields(t *testing.T) {
 	if diff := cmp.Diff([]string{"ConfigMap/shop-config", "Service/shop"}, kinds(g)); diff != "" {
 		t.Errorf("first pass (-want +got):\n%s", diff)
 	}
-	want := []desired.Waiting{{ID: "deployment", Group: "apps", Kind: "Deployment", Reason: "WaitingForConfig",
+	want := []desired.Waiting{{ID: "deployment", Group: "apps", Kind: "Deployment", Name: "shop", Reason: "WaitingForConfig",
 		Message: "deployment waits for config: ConfigMap team/shop-config does not exist yet"}}
 	if diff := cmp.Diff(want, g.Waiting); diff != "" {
 		t.Errorf("waiting (-want +got):\n%s", diff)

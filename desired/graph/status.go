@@ -25,7 +25,13 @@ func (r *Renderer) Status(parent *unstructured.Unstructured, obs desired.Observa
 	}
 	ev := r.evaluation(parent, obs.Children)
 	for _, res := range r.resources {
-		if _, err := ev.resolve(res, false); err != nil {
+		var err error
+		if res.collection() {
+			_, err = ev.expand(res, false)
+		} else {
+			_, err = ev.resolve(res, false)
+		}
+		if err != nil {
 			return desired.Status{Fields: r.previous(parent), Readiness: readinessOf(err)}, nil
 		}
 	}
@@ -91,6 +97,14 @@ func (ev *evaluation) readiness(obs desired.Observation) desired.Readiness {
 		}
 		if w := ev.waits[res.id]; w != nil {
 			return desired.Readiness{Reason: w.Reason, Message: w.Message}
+		}
+		if res.collection() {
+			ready, items := ev.itemsReady(res)
+			if ready != nil {
+				return *ready
+			}
+			n += items
+			continue
 		}
 		name := ev.names[res.id]
 		c, ok := ev.live[ev.liveKey(res.kind, name.namespace, name.name)]

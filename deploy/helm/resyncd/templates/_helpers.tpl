@@ -68,12 +68,73 @@ a target, when it lists target.clusterName (every one when that is empty).
 {{- range .Values.clusters }}{{ if not .secretName }}{{ $here = append $here .name }}{{ end }}{{ end }}
 {{- end }}
 {{- $out := list }}
-{{- range .Values.config.resources }}
+{{- range include "resyncd.resources" . | fromJsonArray }}
 {{- $in := or (not .clusters) (and $.Values.target.enabled (not $.Values.target.clusterName)) }}
 {{- range .clusters }}{{ if has . $here }}{{ $in = true }}{{ end }}{{ end }}
 {{- if $in }}{{ $out = append $out . }}{{ end }}
 {{- end }}
 {{- $out | toJson }}
+{{- end }}
+
+{{/*
+config.resources, as JSON, with the group, version and resource each
+leaves out filled in from the parent kind its graph declares in
+spec.schema (group default kro.run, version spec.schema.apiVersion,
+resource the plural of the lowercased kind), or from the CRD file it names
+in crd (a file of graphs): the RBAC is granted on those, and resyncd,
+given them in its configuration, checks them against its own reading of
+the graph and refuses to start on a plural the chart spelled otherwise.
+*/}}
+{{- define "resyncd.resources" -}}
+{{- $out := list }}
+{{- $files := .Values.graphs | default dict }}
+{{- range .Values.config.resources }}
+{{- $r := deepCopy . }}
+{{- $schema := dict }}
+{{- with $r.graph }}{{ $schema = ((index $files . | default dict).spec | default dict).schema | default dict }}{{ end }}
+{{- if $schema.kind }}
+{{- if not (hasKey $r "group") }}{{ $_ := set $r "group" ($schema.group | default "kro.run") }}{{ end }}
+{{- if not $r.version }}{{ $_ := set $r "version" ($schema.apiVersion | default "") }}{{ end }}
+{{- if not $r.resource }}{{ $_ := set $r "resource" (include "resyncd.plural" (lower $schema.kind)) }}{{ end }}
+{{- else if $r.crd }}
+{{- $spec := (index $files $r.crd | default dict).spec | default dict }}
+{{- if not (hasKey $r "group") }}{{ $_ := set $r "group" ($spec.group | default "") }}{{ end }}
+{{- if not $r.resource }}{{ $_ := set $r "resource" (($spec.names | default dict).plural | default "") }}{{ end }}
+{{- if not $r.version }}
+{{- range $spec.versions }}{{ if .storage }}{{ $_ := set $r "version" .name }}{{ end }}{{ end }}
+{{- end }}
+{{- end }}
+{{- $out = append $out $r }}
+{{- end }}
+{{- $out | toJson }}
+{{- end }}
+
+{{/*
+The plural of a lowercased kind by the regular English rules (kro's
+irregular ones, person → people, are not here: give resource then).
+*/}}
+{{- define "resyncd.plural" -}}
+{{- if regexMatch "(s|x|z|ch|sh)$" . }}{{ printf "%ses" . }}
+{{- else if regexMatch "[^aeiou]y$" . }}{{ printf "%sies" (trimSuffix "y" .) }}
+{{- else }}{{ printf "%ss" . }}
+{{- end }}
+{{- end }}
+
+{{/*
+The names of the CRDs of the watched resources here that set installCRD:
+resource.group, as the CRD of a graph's spec.schema is named, or the
+metadata.name of the crd file.
+*/}}
+{{- define "resyncd.installedCRDs" -}}
+{{- $names := list }}
+{{- range include "resyncd.resourcesHere" . | fromJsonArray }}
+{{- if .installCRD }}
+{{- $name := printf "%s.%s" .resource .group }}
+{{- with .crd }}{{ $name = ((index ($.Values.graphs | default dict) . | default dict).metadata | default dict).name | default $name }}{{ end }}
+{{- $names = append $names $name }}
+{{- end }}
+{{- end }}
+{{- $names | uniq | sortAlpha | toJson }}
 {{- end }}
 
 {{/*
@@ -112,6 +173,7 @@ leader election, its Lease, the listen addresses, the log settings.
 {{- $_ := set $le "namespace" .Release.Namespace }}
 {{- $_ := set $le "leaseName" (include "resyncd.fullname" .) }}
 {{- $_ := set $cfg "leaderElection" $le }}
+{{- $_ := set $cfg "resources" (include "resyncd.resources" . | fromJsonArray) }}
 {{- $_ := set $cfg "metrics" (dict "address" (printf ":%d" (int .Values.metrics.service.port)) "secure" (.Values.metrics.secure | default false)) }}
 {{- $_ := set $cfg "health" (dict "address" (printf ":%d" (int .Values.healthPort))) }}
 {{- $_ := set $cfg "log" (dict "level" .Values.logLevel "format" .Values.logFormat) }}
@@ -146,6 +208,11 @@ naming the graph, the template and the kind.
   "create-only" "takes only create: it is not an object resyncd can apply and keep in sync"
   "subresource" "is a subresource, not an object resyncd can apply" }}
 {{- range $i, $r := .Values.config.resources }}
+{{- with $r.crd }}
+{{- if not (hasKey ($.Values.graphs | default dict) .) }}
+{{- fail (printf "config.resources[%d].crd: %q is not a file of graphs; add the CRD under graphs" $i .) }}
+{{- end }}
+{{- end }}
 {{- with $r.graph }}
 {{- if not (hasKey ($.Values.graphs | default dict) .) }}
 {{- fail (printf "config.resources[%d].graph: %q is not a file of graphs; add it under graphs" $i .) }}
