@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"time"
 )
@@ -229,10 +230,41 @@ type Resource struct {
 	// Clusters are the names of the clusters where this resource is
 	// watched; empty: every cluster.
 	Clusters []string `mapstructure:"clusters"`
+	// ChildNamespaces are the namespaces, besides its own, where a parent's
+	// children may be placed: names, or globs as path.Match reads them
+	// ("team-*"; "*" any). Empty: only the parent's own. The graph's author
+	// decides where a child goes; this is what the parent's author, a
+	// tenant, cannot widen.
+	ChildNamespaces []string `mapstructure:"childNamespaces"`
+	// ClusterScopedChildren lets a parent have cluster-scoped children
+	// (a ClusterRole, a Namespace); false: they are never written.
+	ClusterScopedChildren bool `mapstructure:"clusterScopedChildren"`
 
 	graphPath string
 	crdPath   string
 	index     int
+}
+
+// AllowsNamespace says whether a child of a parent in namespace parent may
+// be placed in namespace ns: its parent's own, or one ChildNamespaces
+// allows.
+func (r Resource) AllowsNamespace(parent, ns string) bool {
+	if ns == parent {
+		return true
+	}
+	for _, p := range r.ChildNamespaces {
+		if ok, _ := path.Match(p, ns); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// ChildrenLeave says whether the configuration lets a parent's children
+// be placed anywhere but its own namespace: then the kinds of children
+// that may be are read in every namespace.
+func (r Resource) ChildrenLeave() bool {
+	return len(r.ChildNamespaces) > 0 || r.ClusterScopedChildren
 }
 
 // Key is the key path of r in the configuration, resources[i].

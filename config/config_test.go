@@ -151,6 +151,12 @@ func TestLoadBadOverrides(t *testing.T) {
 // all of them at once, each with the file, line and key path.
 func TestLoadBadConfigs(t *testing.T) {
 	tests := map[string][]string{
+		"invalid-children.yaml": {
+			`:6: resources[0].childNamespaces[1]: "team-[a-" is not a glob (path.Match: syntax error in pattern); write a namespace name, or a glob such as "team-*"`,
+			`:6: resources[0].childNamespaces[2]: "Team_*" can match no namespace: a namespace name has lower-case letters, digits and '-' only`,
+			`:6: resources[0].childNamespaces[3]: "Bad Name" is not a namespace name (at most 63 lower-case letters, digits and '-')`,
+			`:7: resources[0].clusterScopedChildren: "sometimes" is not true or false`,
+		},
 		"invalid-clusters.yaml": {
 			`:4: clusters[0].context: kubeconfigs/east.yaml has no context "nosuch"; it has: east, east-admin`,
 			`:5: clusters[0].apply.qps: is 0, must be more than 0`,
@@ -257,6 +263,46 @@ func TestLoadBadConfigs(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestLoadChildPlacement: childNamespaces and clusterScopedChildren are
+// read, and say where a parent's children may be placed.
+func TestLoadChildPlacement(t *testing.T) {
+	cfg, err := Load(fixture("children.yaml"), Options{Renderers: renderers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cfg.Resources[0]
+	if diff := cmp.Diff([]string{"shared", "team-*", "env-?"}, r.ChildNamespaces); diff != "" {
+		t.Errorf("childNamespaces (-want +got):\n%s", diff)
+	}
+	if !r.ClusterScopedChildren || !r.ChildrenLeave() {
+		t.Errorf("clusterScopedChildren %v, ChildrenLeave %v; want both true", r.ClusterScopedChildren, r.ChildrenLeave())
+	}
+	for _, tc := range []struct {
+		parent, ns string
+		want       bool
+	}{
+		{"shop", "shop", true},
+		{"shop", "shared", true},
+		{"shop", "team-a", true},
+		{"shop", "team-", true},
+		{"shop", "env-1", true},
+		{"shop", "env-12", false},
+		{"shop", "blog", false},
+		{"shop", "shared-2", false},
+	} {
+		if got := r.AllowsNamespace(tc.parent, tc.ns); got != tc.want {
+			t.Errorf("AllowsNamespace(%q, %q) = %v, want %v", tc.parent, tc.ns, got, tc.want)
+		}
+	}
+	def, err := Load(fixture("minimal.yaml"), Options{Renderers: renderers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := def.Resources[0]; d.ChildrenLeave() || d.AllowsNamespace("shop", "blog") || !d.AllowsNamespace("shop", "shop") {
+		t.Errorf("by default children stay in their parent's namespace: ChildrenLeave %v, AllowsNamespace(shop, blog) %v", d.ChildrenLeave(), d.AllowsNamespace("shop", "blog"))
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net"
 	"os"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -291,6 +292,9 @@ func validateResource(ps *problems, key string, r Resource, renderers []string) 
 	for j, ns := range r.Namespaces {
 		namespace(ps, fmt.Sprintf("%s.namespaces[%d]", key, j), ns)
 	}
+	for j, p := range r.ChildNamespaces {
+		childNamespace(ps, fmt.Sprintf("%s.childNamespaces[%d]", key, j), p)
+	}
 	if _, err := labels.Parse(r.LabelSelector); err != nil {
 		ps.add(key+".labelSelector", "%q is not a label selector: %v", r.LabelSelector, err)
 	}
@@ -303,6 +307,22 @@ func validateResource(ps *problems, key string, r Resource, renderers []string) 
 func namespace(ps *problems, key, v string) {
 	if len(validation.IsDNS1123Label(v)) > 0 {
 		ps.add(key, "%q is not a namespace name (at most 63 lower-case letters, digits and '-')", v)
+	}
+}
+
+// childNamespace checks a childNamespaces entry: a namespace name, or a
+// glob of path.Match whose literal characters could be part of one.
+func childNamespace(ps *problems, key, p string) {
+	if _, err := path.Match(p, ""); err != nil {
+		ps.add(key, "%q is not a glob (path.Match: %v); write a namespace name, or a glob such as \"team-*\"", p, err)
+		return
+	}
+	if !strings.ContainsAny(p, "*?[") {
+		namespace(ps, key, p)
+		return
+	}
+	if strings.IndexFunc(p, func(c rune) bool { return !strings.ContainsRune("abcdefghijklmnopqrstuvwxyz0123456789-*?[]^!", c) }) >= 0 {
+		ps.add(key, "%q can match no namespace: a namespace name has lower-case letters, digits and '-' only", p)
 	}
 }
 

@@ -491,6 +491,97 @@ func TestChartGraphKinds(t *testing.T) {
 	}
 }
 
+// TestChartOutsideKinds installs the chart with a graph whose children
+// leave their parent's namespace (testdata/graphs/outside.yaml), its
+// resource allowing one other namespace and cluster-scoped children: passes
+// as the release's ServiceAccount create the ConfigMap there and the
+// ClusterRole, write nothing once converged, and prune both after the
+// parent is deleted, with only the rules the chart derived; kinds no
+// template places outside stay out of reach beyond the watched namespace.
+func TestChartOutsideKinds(t *testing.T) {
+	ctx := t.Context()
+	fixture.InstallWebApps(t, env.Config)
+	admin := kubernetes.NewForConfigOrDie(env.Config)
+	for _, ns := range []string{"outside-system", "outside-in", "outside-shared"} {
+		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, sa := helmInstall(t, "outside", "outside-system", map[string]any{
+		"graphs": map[string]any{"outside.yaml": readYAML("../testdata/graphs/outside.yaml")},
+		"config": map[string]any{"resources": []any{
+			map[string]any{"group": "example.resyncd.io", "version": "v1alpha1", "resource": "webapps", "graph": "outside.yaml",
+				"namespaces": []any{"outside-in"}, "childNamespaces": []any{"outside-shared"}, "clusterScopedChildren": true},
+		}},
+	})
+	saKube := kubernetes.NewForConfigOrDie(sa)
+	fixture.Eventually(t, "the ClusterRole in force", 30*time.Second, func() bool {
+		_, err := saKube.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
+		return err == nil
+	})
+	res := cfg.Resources[0]
+	disc := discovery.NewDiscoveryClientForConfigOrDie(sa)
+	g, err := graph.Load(res.GraphPath(), graph.Options{Schemas: &resolver.ClientDiscoveryResolver{Discovery: disc},
+		Parent: fixture.WebApps.GroupVersion().WithKind("WebApp")})
+	if err != nil {
+		t.Fatalf("the mounted graph, typed as the ServiceAccount: %v", err)
+	}
+	reg := desired.DefaultRegistry()
+	reg[res.RendererKey()] = g
+	adminDyn := dynamic.NewForConfigOrDie(env.Config)
+	webapp := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.resyncd.io/v1alpha1", "kind": "WebApp",
+		"metadata": map[string]any{"name": "site", "namespace": "outside-in"},
+		"spec":     map[string]any{"image": "nginx", "expose": true, "tags": []any{"outside-shared"}},
+	}}
+	if _, err := adminDyn.Resource(fixture.WebApps).Namespace("outside-in").Create(ctx, webapp, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(engine.SettingsFrom(cfg), engine.Options{REST: sa, Renderers: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass := func() engine.ResourceReport {
+		t.Helper()
+		rep, err := eng.SyncOnce(ctx)
+		if err != nil {
+			t.Fatalf("pass as the ServiceAccount: %v", err)
+		}
+		return rep.Resources[0]
+	}
+	created := pass().Created + pass().Created // the ClusterRole waits for the ConfigMap it names
+	if r := pass(); created != 3 || r.Created+r.Updated+r.Deleted+r.Statuses+r.Failed+r.Stalled != 0 {
+		t.Errorf("created %d, want 3; the pass after: %+v, want nothing written", created, r)
+	}
+	if _, err := admin.CoreV1().ConfigMaps("outside-shared").Get(ctx, "outside-in-site", metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	}
+	if _, err := admin.RbacV1().ClusterRoles().Get(ctx, "outside-in-site-reader", metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	}
+	if err := adminDyn.Resource(fixture.WebApps).Namespace("outside-in").Delete(ctx, "site", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if r := pass(); r.Deleted != 3 || r.Failed != 0 {
+		t.Errorf("after the parent was deleted: deleted %d, failed %d; want 3, 0", r.Deleted, r.Failed)
+	}
+	if _, err := admin.CoreV1().ConfigMaps("outside-shared").Get(ctx, "outside-in-site", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the shared ConfigMap after its parent: %v, want deleted", err)
+	}
+	if _, err := admin.RbacV1().ClusterRoles().Get(ctx, "outside-in-site-reader", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the ClusterRole after its parent: %v, want deleted", err)
+	}
+	forbidden := map[string]error{}
+	_, forbidden["list Secrets everywhere"] = saKube.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
+	_, forbidden["list Namespaces"] = saKube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	_, forbidden["list ClusterRoleBindings"] = saKube.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
+	for what, err := range forbidden {
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("%s: got %v, want Forbidden", what, err)
+		}
+	}
+}
+
 // TestChartExternalRef installs the chart with a graph that reads a
 // ConfigMap in a namespace it does not watch: a pass as the release's
 // ServiceAccount reads it and writes the child that uses it, with the

@@ -125,9 +125,9 @@ func graphValues(g map[string]any, extra map[string]any) map[string]any {
 
 // TestChartRefusesGraphKinds: a graph whose templates the chart cannot
 // grant exactly fails the render with a message that names the graph, the
-// template and the kind: cluster-scoped kinds (resyncd writes children
-// only in their parent's namespace), create-only kinds, and a custom kind
-// whose resource the values do not give.
+// template and the kind: cluster-scoped kinds of a resource without
+// clusterScopedChildren (resyncd would refuse every one), create-only
+// kinds, and a custom kind whose resource the values do not give.
 func TestChartRefusesGraphKinds(t *testing.T) {
 	noRBAC := map[string]any{"rbac": map[string]any{"create": false}}
 	tests := []struct {
@@ -140,7 +140,7 @@ func TestChartRefusesGraphKinds(t *testing.T) {
 			"config": map[string]any{"resources": []any{
 				map[string]any{"group": "example.resyncd.io", "version": "v1alpha1", "resource": "webapps", "graph": "cluster-scoped.yaml", "namespaces": []any{"team-a"}},
 			}},
-		}, `graphs["cluster-scoped.yaml"] spec.resources[3] (id role): kind ClusterRole.rbac.authorization.k8s.io is cluster-scoped, and resyncd writes children only in their parent's namespace; resyncd cannot write it and the chart grants it nothing: remove the template`},
+		}, `graphs["cluster-scoped.yaml"] spec.resources[3] (id role): kind ClusterRole.rbac.authorization.k8s.io is cluster-scoped, and config.resources[0] does not set clusterScopedChildren: true; resyncd would refuse every one and the chart grants it nothing: set it, or remove the template`},
 		{"Namespace", graphValues(oneKind("v1", "Namespace"), nil), `graphs["g.yaml"] spec.resources[0] (id child): kind Namespace is cluster-scoped`},
 		{"ClusterRoleBinding", graphValues(oneKind("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), nil), "kind ClusterRoleBinding.rbac.authorization.k8s.io is cluster-scoped"},
 		{"StorageClass", graphValues(oneKind("storage.k8s.io/v1", "StorageClass"), nil), "kind StorageClass.storage.k8s.io is cluster-scoped"},
@@ -174,6 +174,82 @@ func TestChartRefusesGraphKinds(t *testing.T) {
 	}
 }
 
+// outsideRBAC returns the rules of the release's ClusterRole for the kinds
+// children may leave their parents' namespaces as, nil when there is none.
+func outsideRBAC(t *testing.T, manifest string) []rbacv1.PolicyRule {
+	t.Helper()
+	for doc := range strings.SplitSeq(manifest, "\n---") {
+		var obj struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+			Rules []rbacv1.PolicyRule `json:"rules"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			t.Fatalf("%v in\n%s", err, doc)
+		}
+		if obj.Kind == "ClusterRole" && obj.Metadata.Name == releaseName+"-outside" {
+			return obj.Rules
+		}
+	}
+	return nil
+}
+
+// TestChartOutsideRBAC: the kinds a resource lets children leave their
+// parents' namespaces as — a template that sets metadata.namespace where
+// childNamespaces is set, a cluster-scoped kind where
+// clusterScopedChildren is true — are granted in every namespace, in a
+// ClusterRole of their own, and nothing else is; without those keys no
+// such ClusterRole is made, and the Roles of the watched namespaces stay
+// as they are.
+func TestChartOutsideRBAC(t *testing.T) {
+	resource := func(extra map[string]any) map[string]any {
+		r := map[string]any{"group": "example.resyncd.io", "version": "v1alpha1", "resource": "webapps", "graph": "outside.yaml", "namespaces": []any{"team-a"}}
+		maps.Copy(r, extra)
+		return map[string]any{"graphs": map[string]any{"outside.yaml": readYAML("../testdata/graphs/outside.yaml")},
+			"config": map[string]any{"resources": []any{r}}}
+	}
+	write := func(group, resource string) rbacv1.PolicyRule {
+		return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{resource}, Verbs: []string{"get", "list", "create", "patch", "delete"}}
+	}
+	for _, tc := range []struct {
+		name  string
+		extra map[string]any
+		want  []rbacv1.PolicyRule
+	}{
+		{"both allowed", map[string]any{"childNamespaces": []any{"shared-*"}, "clusterScopedChildren": true},
+			[]rbacv1.PolicyRule{write("", "configmaps"), write("rbac.authorization.k8s.io", "clusterroles")}},
+		{"cluster-scoped only", map[string]any{"clusterScopedChildren": true},
+			[]rbacv1.PolicyRule{write("rbac.authorization.k8s.io", "clusterroles")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := render(t, resource(tc.extra))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, outsideRBAC(t, got)); diff != "" {
+				t.Errorf("the -outside ClusterRole's rules (-want +got):\n%s", diff)
+			}
+			cluster, roles := rbacOf(t, got)
+			if want := rules("example.resyncd.io", "webapps", "/configmaps"); cluster != nil || !cmp.Equal(map[string][]rbacv1.PolicyRule{"team-a": want}, roles) {
+				t.Errorf("ClusterRole %v, Roles %v; want none, and team-a's with the ConfigMaps", cluster, roles)
+			}
+		})
+	}
+	if _, err := render(t, resource(map[string]any{"childNamespaces": []any{"shared-*"}})); err == nil ||
+		!strings.Contains(err.Error(), `graphs["outside.yaml"] spec.resources[2] (id reader): kind ClusterRole.rbac.authorization.k8s.io is cluster-scoped, and config.resources[0] does not set clusterScopedChildren: true`) {
+		t.Errorf("a ClusterRole without clusterScopedChildren: %v, want the render refused", err)
+	}
+	got, err := render(t, graphKinds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := outsideRBAC(t, got); r != nil {
+		t.Errorf("graphs that stay in their namespace: an -outside ClusterRole with %v", r)
+	}
+}
+
 // TestChartKindTable: the chart's table of built-in kinds (kinds.yaml)
 // says what the API server says: each kind resyncd can write with the
 // resource the server serves it as, each kind it cannot write (cluster-
@@ -185,8 +261,9 @@ func TestChartKindTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	var table struct {
-		Namespaced map[string]string `json:"namespaced"`
-		Unwritable map[string]string `json:"unwritable"`
+		Namespaced    map[string]string `json:"namespaced"`
+		ClusterScoped map[string]string `json:"clusterScoped"`
+		Unwritable    map[string]string `json:"unwritable"`
 	}
 	if err := yaml.UnmarshalStrict(data, &table); err != nil {
 		t.Fatal(err)
@@ -213,13 +290,15 @@ func TestChartKindTable(t *testing.T) {
 				key += "." + gv.Group
 			}
 			served[key] = true
-			writable := r.Namespaced
+			writable := true
 			for _, v := range []string{"get", "list", "create", "patch", "delete"} {
 				writable = writable && slices.Contains(r.Verbs, v)
 			}
 			switch {
-			case writable && table.Namespaced[key] != r.Name:
+			case writable && r.Namespaced && table.Namespaced[key] != r.Name:
 				t.Errorf("%s (%s): kinds.yaml namespaced has %q, the API server serves %q", key, l.GroupVersion, table.Namespaced[key], r.Name)
+			case writable && !r.Namespaced && table.ClusterScoped[key] != r.Name:
+				t.Errorf("%s (%s) is cluster-scoped: kinds.yaml clusterScoped has %q, the API server serves %q", key, l.GroupVersion, table.ClusterScoped[key], r.Name)
 			case !writable && !r.Namespaced && table.Unwritable[key] != "cluster-scoped" && table.Unwritable[key] != "create-only":
 				t.Errorf("%s (%s) is cluster-scoped: kinds.yaml unwritable has %q, want cluster-scoped (or create-only)", key, l.GroupVersion, table.Unwritable[key])
 			case !writable && r.Namespaced && table.Unwritable[key] != "create-only":
@@ -230,6 +309,17 @@ func TestChartKindTable(t *testing.T) {
 	for key := range table.Namespaced {
 		if _, both := table.Unwritable[key]; both {
 			t.Errorf("%s is both namespaced and unwritable in kinds.yaml", key)
+		}
+		if _, both := table.ClusterScoped[key]; both {
+			t.Errorf("%s is both namespaced and cluster-scoped in kinds.yaml", key)
+		}
+		if !served[key] {
+			t.Logf("%s: not served by this API server (a feature gate, or an older version); taken as kinds.yaml says", key)
+		}
+	}
+	for key := range table.ClusterScoped {
+		if _, both := table.Unwritable[key]; both {
+			t.Errorf("%s is both cluster-scoped and unwritable in kinds.yaml", key)
 		}
 		if !served[key] {
 			t.Logf("%s: not served by this API server (a feature gate, or an older version); taken as kinds.yaml says", key)

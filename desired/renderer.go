@@ -50,6 +50,11 @@ const (
 	// them: with LabelParent it names the parent of a child that has lost
 	// its ownerReference.
 	LabelParentKind = "resyncd.io/parent-kind"
+	// LabelParentNamespace is the parent's namespace, on a child outside
+	// it (in another namespace, or cluster-scoped): such a child carries no
+	// ownerReference, since none can cross namespaces, and this label,
+	// with LabelParent and LabelParentKind, names its parent instead.
+	LabelParentNamespace = "resyncd.io/parent-namespace"
 )
 
 // Annotations that whoever controls an object sets to steer resyncd.
@@ -87,7 +92,11 @@ func ChildLabels(parent *unstructured.Unstructured) map[string]string {
 // Stamp gives every child of g its identity as a child of parent: the
 // labels of ChildLabels, over the renderer's own, and the controller
 // ownerReference to parent, in place of any other controller reference.
-// The engine stamps what every renderer returns.
+// A child outside the parent's namespace (Outside) gets no ownerReference
+// to the parent — the garbage collector cannot follow one across
+// namespaces, and a cluster-scoped object cannot have a namespaced owner —
+// but LabelParentNamespace; resyncd prunes it itself. The engine stamps
+// what every renderer returns.
 func Stamp(g Graph, parent *unstructured.Unstructured) {
 	labels := ChildLabels(parent)
 	ref := OwnerReference(parent)
@@ -97,8 +106,15 @@ func Stamp(g Graph, parent *unstructured.Unstructured) {
 			l = map[string]string{}
 		}
 		maps.Copy(l, labels)
+		outside := Outside(c, parent)
+		if outside {
+			l[LabelParentNamespace] = parent.GetNamespace()
+		}
 		c.SetLabels(l)
-		refs := []metav1.OwnerReference{ref}
+		var refs []metav1.OwnerReference
+		if !outside {
+			refs = append(refs, ref)
+		}
 		for _, r := range c.GetOwnerReferences() {
 			if (r.Controller == nil || !*r.Controller) && r.UID != ref.UID {
 				refs = append(refs, r)
@@ -106,6 +122,12 @@ func Stamp(g Graph, parent *unstructured.Unstructured) {
 		}
 		c.SetOwnerReferences(refs)
 	}
+}
+
+// Outside says whether child is not in parent's namespace: in another
+// namespace, or cluster-scoped (no namespace).
+func Outside(child, parent *unstructured.Unstructured) bool {
+	return child.GetNamespace() != parent.GetNamespace()
 }
 
 // AdoptValue is the value of AnnotationAdopt that hands an object to the
@@ -136,13 +158,26 @@ type ChildType struct {
 	// namespace, and drops the rest. "" keeps the whole object. Empty:
 	// Child.Object stays nil.
 	Keep []string
+	// Anywhere says children of this namespaced kind may be placed in
+	// another namespace than their parent's. Where the watched resource
+	// allows that (childNamespaces), the engine LISTs the kind in every
+	// namespace; otherwise in the watched ones, as any other.
+	Anywhere bool
+	// ClusterScoped says the kind is cluster-scoped: its children have no
+	// namespace. The engine LISTs it cluster-wide where the watched
+	// resource allows cluster-scoped children, and not at all otherwise.
+	ClusterScoped bool
 }
 
 // Graph is the desired children of one parent, in the order they are
 // applied: a child comes after the children it refers to.
 type Graph struct {
 	// Children are apply configurations of content: apiVersion, kind,
-	// name, namespace and every field resyncd owns. The engine adds the
+	// name, namespace and every field resyncd owns. A child is in its
+	// parent's namespace unless the renderer places it in another (a
+	// ChildType with Anywhere), or leaves the namespace empty for a
+	// ChildType that is ClusterScoped; the engine writes such a child only
+	// where the watched resource allows it. The engine adds the
 	// identity of every child — the labels of ChildLabels and the
 	// controller ownerReference to the parent — so a renderer sets
 	// neither; labels of its own (app.kubernetes.io/name, say) it may set.
@@ -205,6 +240,8 @@ type Policy struct {
 type Child struct {
 	// Kind is the child's kind.
 	Kind string
+	// Namespace is the child's namespace; empty for a cluster-scoped one.
+	Namespace string
 	// Name is the child's name.
 	Name string
 	// Generation is metadata.generation.

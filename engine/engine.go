@@ -109,6 +109,9 @@ type resourceState struct {
 	// nextIdleExternal is filled by this pass, as nextIdle is.
 	externals                      *externals
 	idleExternal, nextIdleExternal map[memoKey]string
+	// kindOrder is the index of each kind of child in the renderer's
+	// ChildTypes, its apply order; prunes go the other way.
+	kindOrder map[schema.GroupVersionResource]int
 }
 
 // driftRecord is how long a child has been found drifted, pass after pass.
@@ -297,10 +300,11 @@ func newEngine(cfg Settings, reader pageReader, writer objectWriter, opts Option
 		rs := &resourceState{
 			cfg: r, cluster: e.cfg.Cluster, name: r.Name(), gvr: gvr, renderer: rd, selector: sel,
 			noops: map[noopKey]bool{}, drift: map[childKey]driftRecord{}, memo: map[memoKey]memoEntry{}, idle: map[memoKey][]syncedChild{}, now: make(chan struct{}, 1),
-			keepers: map[schema.GroupVersionResource]*keeper{},
+			keepers: map[schema.GroupVersionResource]*keeper{}, kindOrder: map[schema.GroupVersionResource]int{},
 		}
-		for _, ct := range rd.ChildTypes() {
+		for i, ct := range rd.ChildTypes() {
 			rs.keepers[ct.GVR] = newKeeper(ct)
+			rs.kindOrder[ct.GVR] = i
 		}
 		rs.externals = newExternals(rd)
 		e.resources = append(e.resources, rs)

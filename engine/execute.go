@@ -409,7 +409,15 @@ func status(rs *resourceState, p *unstructured.Unstructured, obs desired.Observa
 func (e *Engine) observe(j *job) desired.Observation {
 	obs := desired.Observation{Now: e.now(), Pending: j.pending, Withheld: j.withheld, Failure: j.failure, Applied: j.applied, Held: j.held, Waiting: j.waiting,
 		External: j.external}
-	if obs.Failure == nil && len(j.taken) > 0 {
+	switch {
+	case obs.Failure != nil:
+	case len(j.refused) > 0:
+		msgs := make([]string, 0, len(j.refused)+len(j.taken))
+		for _, r := range j.refused {
+			msgs = append(msgs, r.Message)
+		}
+		obs.Failure = &desired.Failure{Reason: j.refused[0].Reason, Message: strings.Join(append(msgs, j.taken...), "; ")}
+	case len(j.taken) > 0:
 		obs.Failure = &desired.Failure{Reason: ReasonNameTaken, Message: strings.Join(j.taken, "; ")}
 	}
 	for _, c := range j.children {

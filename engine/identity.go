@@ -49,6 +49,12 @@ func validIdentity(p *unstructured.Unstructured, g desired.Graph) error {
 			return &desired.InvalidError{Field: fmt.Sprintf("children[%d] (%s)", i, c.GetKind()), Message: fmt.Sprintf(
 				"%q is not a valid name for a %s: %s", c.GetName(), c.GetKind(), strings.Join(errs, "; "))}
 		}
+		if ns := c.GetNamespace(); ns != p.GetNamespace() && ns != "" {
+			if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+				return &desired.InvalidError{Field: fmt.Sprintf("children[%d] (%s %s)", i, c.GetKind(), c.GetName()), Message: fmt.Sprintf(
+					"%q is not a namespace name: %s", ns, strings.Join(errs, "; "))}
+			}
+		}
 	}
 	return nil
 }

@@ -41,22 +41,36 @@ const (
 // their resyncd.io/parent labels must then name p), or when nobody
 // controls it and its resyncd.io/adopt annotation names p (AdoptValue):
 // handed to one parent only, so that no other parent, of this kind or
-// another, can take it as well.
+// another, can take it as well. Outside p's namespace the labels must name
+// p's namespace too (resyncd.io/parent-namespace), and the annotation
+// (adoptValue): a parent of the same name in another tenant's namespace
+// takes nothing.
 func (c *liveChild) claimBy(p *unstructured.Unstructured, gk schema.GroupKind) claim {
 	switch {
 	case c.controller != "" && c.controller == p.GetUID():
 		return claimMine
-	case c.labelled && c.controller != "" && c.controllerGK == gk && c.controllerName == p.GetName():
+	case c.labelled && c.controller != "" && c.controllerGK == gk && c.controllerName == p.GetName() && c.key.Namespace == p.GetNamespace():
 		return claimPredecessor
 	case c.controller != "":
 		return claimTaken
-	case c.labelled && (c.parentKind == "" || c.parentKind == desired.ParentKind(gk)) && (c.parentName == "" || c.parentName == p.GetName()):
+	case c.labelled && (c.parentKind == "" || c.parentKind == desired.ParentKind(gk)) && (c.parentName == "" || c.parentName == p.GetName()) &&
+		c.parentNS() == p.GetNamespace():
 		return claimMine
-	case !c.labelled && c.adopt != "" && c.adopt == desired.AdoptValue(gk, p.GetName()):
+	case !c.labelled && c.adopt != "" && c.adopt == adoptValue(gk, p, c.key.Namespace):
 		return claimMine
 	default:
 		return claimTaken
 	}
+}
+
+// adoptValue is the resyncd.io/adopt value that hands an object in
+// namespace ns to p: desired.AdoptValue in p's own namespace; elsewhere
+// Kind.group/namespace/name, naming p's namespace as well.
+func adoptValue(gk schema.GroupKind, p *unstructured.Unstructured, ns string) string {
+	if ns == p.GetNamespace() {
+		return desired.AdoptValue(gk, p.GetName())
+	}
+	return desired.ParentKind(gk) + "/" + p.GetNamespace() + "/" + p.GetName()
 }
 
 // unowned says whether resyncd may write c for its parent but did not
@@ -77,13 +91,13 @@ func takenMessage(c *liveChild, p *unstructured.Unstructured, gk schema.GroupKin
 		return msg + ". Rename the parent, or delete the object"
 	case c.adopt == "true":
 		return fmt.Sprintf("%s. Its %s annotation must name the one parent it hands the object to: set it to %q",
-			msg, desired.AnnotationAdopt, desired.AdoptValue(gk, p.GetName()))
+			msg, desired.AnnotationAdopt, adoptValue(gk, p, c.key.Namespace))
 	case c.adopt != "":
 		return fmt.Sprintf("%s. Its %s annotation is %q, which names another parent: rename the parent, delete the object, or set the annotation to %q to hand it to this one",
-			msg, desired.AnnotationAdopt, c.adopt, desired.AdoptValue(gk, p.GetName()))
+			msg, desired.AnnotationAdopt, c.adopt, adoptValue(gk, p, c.key.Namespace))
 	default:
 		return fmt.Sprintf("%s. Rename the parent, delete the object, or annotate it %s=%s to hand it over",
-			msg, desired.AnnotationAdopt, desired.AdoptValue(gk, p.GetName()))
+			msg, desired.AnnotationAdopt, adoptValue(gk, p, c.key.Namespace))
 	}
 }
 
@@ -111,7 +125,7 @@ func (c *liveChild) identify(u *unstructured.Unstructured) {
 	}
 	l := u.GetLabels()
 	c.labelled = l[desired.LabelManagedBy] == desired.ManagedByValue
-	c.parentKind, c.parentName = l[desired.LabelParentKind], l[desired.LabelParent]
+	c.parentKind, c.parentName, c.parentNamespace = l[desired.LabelParentKind], l[desired.LabelParent], l[desired.LabelParentNamespace]
 	a := u.GetAnnotations()
 	c.hold, c.keep, c.adopt = a[desired.AnnotationReconcile] == desired.Disabled, a[desired.AnnotationPrune] == desired.Disabled, a[desired.AnnotationAdopt]
 }
@@ -131,7 +145,7 @@ func fieldManagers(u *unstructured.Unstructured) []string {
 // carries no controller ownerReference and whose parent is gone.
 func (c *liveChild) uncontrolledOrphan(gk schema.GroupKind, parentNames map[string]bool) bool {
 	return c.labelled && c.controller == "" && c.parentKind == desired.ParentKind(gk) && c.parentName != "" &&
-		!parentNames[c.key.Namespace+"/"+c.parentName]
+		!parentNames[c.parentNS()+"/"+c.parentName]
 }
 
 // withoutOwnerReference is d without the controller ownerReference to p,

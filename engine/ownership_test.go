@@ -205,6 +205,11 @@ func TestAdoptAnnotation(t *testing.T) {
 // TestClaimBy: who may write an existing object. An adoption names one
 // parent, by kind and name; once adopted (labelled for it), no other
 // parent, of the same kind or another, may take it.
+func inTeamA(p *unstructured.Unstructured) *unstructured.Unstructured {
+	p.SetNamespace("team-a")
+	return p
+}
+
 func TestClaimBy(t *testing.T) {
 	hsvc := schema.GroupKind{Group: "resyncd.io", Kind: "HttpService"}
 	webapp := schema.GroupKind{Group: "example.resyncd.io", Kind: "WebApp"}
@@ -233,6 +238,19 @@ func TestClaimBy(t *testing.T) {
 			adopt: "HttpService.resyncd.io/payments"}, parent("payments", "u1"), hsvc, claimTaken},
 		{"controlled by the parent", liveChild{controller: "u1", labelled: true}, parent("payments", "u1"), hsvc, claimMine},
 		{"no label, no annotation", liveChild{}, parent("payments", "u1"), hsvc, claimTaken},
+		// Outside the parent's namespace (team-a), in shared.
+		{"outside: made for the parent", liveChild{key: childKey{Namespace: "shared"}, labelled: true, parentKind: "HttpService.resyncd.io", parentName: "payments",
+			parentNamespace: "team-a"}, inTeamA(parent("payments", "u1")), hsvc, claimMine},
+		{"outside: made for the parent of the name in another namespace", liveChild{key: childKey{Namespace: "shared"}, labelled: true,
+			parentKind: "HttpService.resyncd.io", parentName: "payments", parentNamespace: "team-b"}, inTeamA(parent("payments", "u1")), hsvc, claimTaken},
+		{"outside: the child of a parent of the name in that namespace", liveChild{key: childKey{Namespace: "shared"}, labelled: true,
+			parentKind: "HttpService.resyncd.io", parentName: "payments"}, inTeamA(parent("payments", "u1")), hsvc, claimTaken},
+		{"outside: controlled by a parent of the kind and name there", liveChild{key: childKey{Namespace: "shared"}, labelled: true, controller: "u9",
+			controllerGK: hsvc, controllerName: "payments"}, inTeamA(parent("payments", "u1")), hsvc, claimTaken},
+		{"outside: adopt without the parent's namespace", liveChild{key: childKey{Namespace: "shared"}, adopt: "HttpService.resyncd.io/payments"},
+			inTeamA(parent("payments", "u1")), hsvc, claimTaken},
+		{"outside: adopt with the parent's namespace", liveChild{key: childKey{Namespace: "shared"}, adopt: "HttpService.resyncd.io/team-a/payments"},
+			inTeamA(parent("payments", "u1")), hsvc, claimMine},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.c.claimBy(tc.p, tc.gk); got != tc.want {

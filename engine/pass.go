@@ -69,7 +69,8 @@ const (
 	stateMissing  = "missing"
 	stateOrphaned = "orphaned"
 	// stateTaken: wanted by a parent, but the name is an object resyncd
-	// may not write.
+	// may not write, or the child would be where the watched resource
+	// does not allow children (childNamespaces, clusterScopedChildren).
 	stateTaken = "taken"
 )
 
@@ -115,6 +116,9 @@ type job struct {
 	external []desired.External
 	failure  *desired.Failure
 	taken    []string // why each child whose name is someone else's is not written
+	// refused are the children not written because they would be outside
+	// the parent's namespace where the watched resource does not allow it.
+	refused []desired.Failure
 	// statusFields are the top-level status fields resyncd's field manager
 	// owns on the parent: one the status no longer has must be removed.
 	statusFields []string
@@ -229,7 +233,14 @@ func (e *Engine) readChildren(ctx context.Context, rs *resourceState) (map[child
 	selector := desired.ChildSelector(rs.parentGVK.GroupKind())
 	children := map[childKey]*liveChild{}
 	for _, ct := range rs.renderer.ChildTypes() {
-		err := e.reader.Children(ctx, ct.GVR, rs.cfg.Namespaces, selector, func(u *unstructured.Unstructured) error {
+		namespaces, wide := childNamespaces(rs.cfg, ct)
+		if wide && ct.ClusterScoped && !rs.cfg.ClusterScopedChildren {
+			continue // never written, so there is nothing of it to read
+		}
+		err := e.reader.Children(ctx, ct.GVR, namespaces, selector, func(u *unstructured.Unstructured) error {
+			if wide && !rs.watches(u) {
+				return nil // the child of a parent another entry watches
+			}
 			c, err := e.owner.reduceChild(u, ct.GVR, e.keepFields, e.cfg.DriftCheck == config.DriftCheckServer, rs.memo, rs.nextMemo)
 			if err != nil {
 				return err
@@ -244,6 +255,30 @@ func (e *Engine) readChildren(ctx context.Context, rs *resourceState) (map[child
 		}
 	}
 	return children, nil
+}
+
+// childNamespaces is where the children of kind ct are LISTed: in the
+// watched namespaces, or, wide, in every namespace — a cluster-scoped
+// kind, and a kind that may be placed in other namespaces where the
+// resource allows that.
+func childNamespaces(r config.Resource, ct desired.ChildType) (namespaces []string, wide bool) {
+	if ct.ClusterScoped || (ct.Anywhere && len(r.ChildNamespaces) > 0) {
+		return nil, true
+	}
+	return r.Namespaces, false
+}
+
+// watches says whether u, read in every namespace, is the child of a
+// parent in a namespace rs watches.
+func (rs *resourceState) watches(u *unstructured.Unstructured) bool {
+	if len(rs.cfg.Namespaces) == 0 {
+		return true
+	}
+	ns := u.GetLabels()[desired.LabelParentNamespace]
+	if ns == "" {
+		ns = u.GetNamespace()
+	}
+	return slices.Contains(rs.cfg.Namespaces, ns)
 }
 
 // plan LISTs the parents in scope and plans each as its page arrives:
@@ -269,7 +304,7 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 		case c.controller != "":
 			byController[c.controller] = append(byController[c.controller], c)
 		case c.labelled && c.parentName != "":
-			byName[c.key.Namespace+"/"+c.parentName] = append(byName[c.key.Namespace+"/"+c.parentName], c)
+			byName[c.parentNS()+"/"+c.parentName] = append(byName[c.parentNS()+"/"+c.parentName], c)
 		}
 	}
 	var jobs []*job
@@ -317,7 +352,7 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 		}
 		if !e.idle(rs, j) {
 			jobs = append(jobs, j)
-		} else if e.cfg.DriftCheck != config.DriftCheckServer && !e.keepFields && len(j.taken)+len(j.held) == 0 {
+		} else if e.cfg.DriftCheck != config.DriftCheckServer && !e.keepFields && len(j.taken)+len(j.held)+len(j.refused) == 0 {
 			key := memoKey{uid: p.GetUID(), resourceVersion: p.GetResourceVersion()}
 			rs.nextIdle[key] = j.synced
 			if rs.externals != nil {
@@ -353,6 +388,10 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 		}
 	}
 	rs.drift = seenDrift
+	for _, j := range jobs {
+		rs.pruneOrder(j.prunes)
+	}
+	rs.pruneOrder(orphans.prunes)
 	if len(orphans.prunes) > 0 {
 		jobs = append(jobs, orphans)
 	}
@@ -419,7 +458,7 @@ func (e *Engine) planPrune(rs *resourceState, j *job, c *liveChild, seenDrift ma
 	}
 	seenDrift[c.key] = nextDrift(rs, c.key, now)
 	kind := OpDelete
-	if c.keep || c.unowned() {
+	if c.keep || (c.unowned() && !c.madeOutside()) {
 		kind = OpRelease
 	}
 	j.prunes = append(j.prunes, &op{kind: kind, key: c.key, gvr: c.gvr, live: c})
@@ -517,6 +556,16 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 		var needs []childKey
 		for _, ref := range g.RefersTo(i) {
 			needs = append(needs, keys[ref])
+		}
+		if desired.Outside(d, p) {
+			if refusal := refuse(rs, k, p); refusal != nil {
+				// Never written, as a taken name is not; what refers to it
+				// is not written either.
+				blocked[k] = true
+				rep.count(k.Kind, stateTaken)
+				j.refused = append(j.refused, *refusal)
+				continue
+			}
 		}
 		if b := blockedBy(d, needs, blocked); b != nil {
 			// Left unclaimed: a child of the parent's own of this name, made
@@ -779,4 +828,14 @@ func (e *Engine) record(rs *resourceState, rep *ResourceReport, err error) {
 		return
 	}
 	e.log.Info("Pass finished", fields...)
+}
+
+// pruneOrder sorts prunes so that children of kinds later in the
+// renderer's apply order go first: the reverse of the order the graph
+// writes them in, so that nothing is left referring to a deleted child.
+func (rs *resourceState) pruneOrder(prunes []*op) {
+	if len(prunes) < 2 {
+		return
+	}
+	slices.SortStableFunc(prunes, func(a, b *op) int { return cmp.Compare(rs.kindOrder[b.gvr], rs.kindOrder[a.gvr]) })
 }

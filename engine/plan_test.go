@@ -183,7 +183,7 @@ func TestPlan(t *testing.T) {
 		{"parent gone: orphans pruned, one released", func(t *testing.T, e *Engine) ([]*unstructured.Unstructured, []*unstructured.Unstructured) {
 			gone := planParentObject("gone", spec(0), nil)
 			return nil, liveChildren(t, e, gone, annotate(desired.AnnotationPrune, desired.Disabled, nil))
-		}, []string{"orphans: release Deployment/shop/gone, delete Service/shop/gone"}},
+		}, []string{"orphans: delete Service/shop/gone, release Deployment/shop/gone"}},
 		{"another controller: taken", func(t *testing.T, e *Engine) ([]*unstructured.Unstructured, []*unstructured.Unstructured) {
 			p := planParentObject("web", spec(0), nil)
 			return []*unstructured.Unstructured{p}, liveChildren(t, e, p, func(kind string, u *unstructured.Unstructured) {
@@ -196,7 +196,7 @@ func TestPlan(t *testing.T) {
 			old := planParentObject("web", spec(0), nil)
 			old.SetUID("uid-web-before")
 			return []*unstructured.Unstructured{planParentObject("web", spec(0), nil)}, liveChildren(t, e, old, nil)
-		}, []string{"web: delete Deployment/shop/web, delete Service/shop/web"}},
+		}, []string{"web: delete Service/shop/web, delete Deployment/shop/web"}},
 		{"paused: withheld", func(*testing.T, *Engine) ([]*unstructured.Unstructured, []*unstructured.Unstructured) {
 			return []*unstructured.Unstructured{planParentObject("web", map[string]any{"image": "nginx", "port": int64(8080), "paused": true}, nil)}, nil
 		}, []string{"web: create Deployment/shop/web, create Service/shop/web, withheld paused"}},

@@ -43,7 +43,7 @@ type jsonPatchOp struct {
 // without removing the values it set.
 func releasePatch(u *unstructured.Unstructured, manager string, live *liveChild) []jsonPatchOp {
 	ops := []jsonPatchOp{{Op: "replace", Path: "/metadata/resourceVersion", Value: u.GetResourceVersion()}}
-	for _, l := range []string{desired.LabelManagedBy, desired.LabelParent, desired.LabelParentKind} {
+	for _, l := range []string{desired.LabelManagedBy, desired.LabelParent, desired.LabelParentKind, desired.LabelParentNamespace} {
 		if _, ok := u.GetLabels()[l]; ok {
 			ops = append(ops, jsonPatchOp{Op: "remove", Path: "/metadata/labels/" + escapePointer(l)})
 		}

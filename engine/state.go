@@ -57,6 +57,9 @@ type liveChild struct {
 	// collector has removed its ownerReference (a parent deleted with
 	// orphaning).
 	parentKind, parentName string
+	// parentNamespace is its resyncd.io/parent-namespace label: set on a
+	// child resyncd made outside its parent's namespace.
+	parentNamespace string
 	// labelled says it carries resyncd's managed-by label.
 	labelled bool
 	// hold and keep are the per-object switches of
@@ -87,8 +90,24 @@ func (c *liveChild) controlledBy(gvk schema.GroupVersionKind) bool {
 	return c.controller != "" && c.controllerGK == gvk.GroupKind()
 }
 
+// parentNS is the namespace of c's parent: its parent-namespace label,
+// or, without one, its own namespace.
+func (c *liveChild) parentNS() string {
+	if c.parentNamespace != "" {
+		return c.parentNamespace
+	}
+	return c.key.Namespace
+}
+
+// madeOutside says resyncd made c outside its parent's namespace: deleted,
+// not released, when no parent wants it. One handed over with
+// resyncd.io/adopt is released, wherever it lives.
+func (c *liveChild) madeOutside() bool {
+	return c.labelled && c.parentNamespace != "" && c.adopt == ""
+}
+
 func (c *liveChild) summary() desired.Child {
-	return desired.Child{Kind: c.key.Kind, Name: c.key.Name, Generation: c.generation, Status: c.status, Object: c.keeper.object(c.key, c.kept)}
+	return desired.Child{Kind: c.key.Kind, Namespace: c.key.Namespace, Name: c.key.Name, Generation: c.generation, Status: c.status, Object: c.keeper.object(c.key, c.kept)}
 }
 
 // summaries are what a renderer is given of cs.

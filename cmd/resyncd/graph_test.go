@@ -94,11 +94,12 @@ func TestValidateGraphs(t *testing.T) {
 		t.Errorf("undeclared status field: exit %d, output:\n%s", code, out)
 	}
 
-	// Until children may leave the parent's namespace, a cluster-scoped
-	// kind is refused against the API server, as the chart refuses it.
+	// A cluster-scoped kind the resource does not allow is refused against
+	// the API server, as the chart refuses it (TestValidatePlacements has
+	// the rest).
 	cfg, kc = graphFiles(t, readFile(t, "../../testdata/graphs/cluster-scoped.yaml"), "")
 	out, code = resyncd(t, "validate", "--config", cfg, "--kubeconfig", kc)
-	if code != 1 || !strings.Contains(out, "resources[role]: rbac.authorization.k8s.io/v1 ClusterRole: clusterroles.rbac.authorization.k8s.io is cluster-scoped") {
+	if code != 1 || !strings.Contains(out, "webapp.yaml:32: resources[role] (ClusterRole): ClusterRole is cluster-scoped, and webapps.v1alpha1.example.resyncd.io does not allow cluster-scoped children") {
 		t.Errorf("cluster-scoped kinds: exit %d, output:\n%s", code, out)
 	}
 

@@ -114,10 +114,6 @@ func renderers(cfg *config.Config, resources []config.Resource, disc discovery.D
 			if err != nil {
 				return schema.GroupVersionResource{}, fmt.Errorf("not served by the API server: %w", err)
 			}
-			if m.Scope.Name() == meta.RESTScopeNameRoot {
-				// The chart grants such kinds nothing, for the same reason.
-				return schema.GroupVersionResource{}, fmt.Errorf("%s is cluster-scoped, and resyncd writes a graph's children only in their parent's namespace", m.Resource.GroupResource())
-			}
 			return m.Resource, nil
 		}
 		opts.External = func(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
@@ -127,8 +123,16 @@ func renderers(cfg *config.Config, resources []config.Resource, disc discovery.D
 			}
 			return m.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace, nil
 		}
+		opts.ClusterScoped = func(gvk schema.GroupVersionKind) bool {
+			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			return err == nil && m.Scope.Name() == meta.RESTScopeNameRoot
+		}
 		g, err := loadWhenPublished(r.GraphPath(), opts)
 		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if _, err := placements(r, g); err != nil {
 			errs = append(errs, err)
 			continue
 		}

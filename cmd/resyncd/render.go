@@ -134,14 +134,34 @@ func renderParent(cfg *config.Config, reg desired.Registry, parent *unstructured
 	for _, w := range g.Waiting {
 		fmt.Fprintf(&b, "# waiting: %s\n", w.Message)
 	}
+	refused := map[int]bool{}
 	for i, c := range g.Children {
+		if why := refusedPlace(r, parent, c); why != "" {
+			refused[i] = true
+			fmt.Fprintf(&b, "# not written: %s\n", why)
+			continue
+		}
+		for _, ref := range g.RefersTo(i) {
+			if refused[ref] {
+				refused[i] = true
+				fmt.Fprintf(&b, "# not written: %s %s refers to %s %s, which is not written\n", c.GetKind(), c.GetName(), g.Children[ref].GetKind(), g.Children[ref].GetName())
+				break
+			}
+		}
+	}
+	n := 0
+	for i, c := range g.Children {
+		if refused[i] {
+			continue
+		}
 		y, err := yaml.Marshal(c.Object)
 		if err != nil {
 			return "", err
 		}
-		if i > 0 {
+		if n > 0 {
 			b.WriteString("---\n")
 		}
+		n++
 		b.Write(y)
 	}
 	return b.String(), nil

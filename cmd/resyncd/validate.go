@@ -28,10 +28,17 @@ func newValidateCommand(g *globals) *cobra.Command {
 				return exitWith(1, err)
 			}
 			graphs := 0
+			var where []string
 			for _, r := range cfg.Resources {
-				if r.Graph != "" {
-					graphs++
+				if r.Graph == "" {
+					continue
 				}
+				graphs++
+				lines, err := placementsOffline(cfg, r)
+				if err != nil {
+					return exitWith(1, err)
+				}
+				where = append(where, lines...)
 			}
 			how := "graphs checked offline; pass --kubeconfig to type-check them against a cluster"
 			if g.kubeconfig != "" || os.Getenv("KUBECONFIG") != "" {
@@ -55,8 +62,15 @@ func newValidateCommand(g *globals) *cobra.Command {
 			if graphs == 0 {
 				how = "no graph"
 			}
-			_, err = fmt.Fprintf(g.stdout, "%s: valid, %d watched resources (%s)\n", g.configPath, len(cfg.Resources), how)
-			return err
+			if _, err = fmt.Fprintf(g.stdout, "%s: valid, %d watched resources (%s)\n", g.configPath, len(cfg.Resources), how); err != nil {
+				return err
+			}
+			for _, l := range where {
+				if _, err := fmt.Fprintln(g.stdout, l); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 	}
 }

@@ -431,7 +431,7 @@ func (ev *evaluation) expand(res *resource, whole bool) ([]*unstructured.Unstruc
 		}
 	}()
 	var objs []*unstructured.Unstructured
-	names := make([]string, 0, total)
+	names := make([]placed, 0, total)
 	seen := make(map[string]int, total)
 	at := make([]int, len(lists))
 	for item := range total {
@@ -449,7 +449,7 @@ func (ev *evaluation) expand(res *resource, whole bool) ([]*unstructured.Unstruc
 				first, item, res.kind, key)}
 		}
 		seen[key] = item
-		names = append(names, obj.GetName())
+		names = append(names, placed{namespace: obj.GetNamespace(), name: obj.GetName()})
 		if whole {
 			objs = append(objs, obj)
 		}
@@ -462,7 +462,7 @@ func (ev *evaluation) expand(res *resource, whole bool) ([]*unstructured.Unstruc
 		}
 	}
 	if ev.items == nil {
-		ev.items = map[string][]string{}
+		ev.items = map[string][]placed{}
 	}
 	ev.items[res.id] = names
 	ev.bind(res, names)
@@ -532,16 +532,16 @@ func tooLarge(res *resource, sizes []int64) error {
 		"would make %s; a collection makes at most %d: shorten the lists it iterates over", what, MaxCollectionSize)}
 }
 
-// liveItem is the live object of the item of res named name, if it exists.
-func (ev *evaluation) liveItem(res *resource, name string) (desired.Child, bool) {
-	c, ok := ev.live[res.kind+"/"+name]
+// liveItem is the live object of the item of res at p, if it exists.
+func (ev *evaluation) liveItem(res *resource, p placed) (desired.Child, bool) {
+	c, ok := ev.live[ev.liveKey(res.kind, p.namespace, p.name)]
 	return c, ok && sameGroup(c, res)
 }
 
 // bind makes res, for the expressions after it, the list of its items'
 // live objects, in the order of the items, once every item exists: as
 // for a single resource, what refers to a collection waits for it.
-func (ev *evaluation) bind(res *resource, names []string) {
+func (ev *evaluation) bind(res *resource, names []placed) {
 	objs := make([]any, 0, len(names))
 	for _, n := range names {
 		c, ok := ev.liveItem(res, n)
@@ -555,7 +555,7 @@ func (ev *evaluation) bind(res *resource, names []string) {
 
 // itemsAbsent says which items of collection res do not exist yet.
 func (ev *evaluation) itemsAbsent(res *resource) string {
-	var missing []string
+	var missing []placed
 	for _, n := range ev.items[res.id] {
 		if _, ok := ev.liveItem(res, n); !ok {
 			missing = append(missing, n)
@@ -564,8 +564,8 @@ func (ev *evaluation) itemsAbsent(res *resource) string {
 	if len(missing) == 0 {
 		return "it does not exist yet"
 	}
-	return fmt.Sprintf("%d of its %d items do not exist yet, the first %s %s/%s",
-		len(missing), len(ev.items[res.id]), res.kind, ev.parent.GetNamespace(), missing[0])
+	return fmt.Sprintf("%d of its %d items do not exist yet, the first %s %s",
+		len(missing), len(ev.items[res.id]), res.kind, missing[0])
 }
 
 // itemsReady judges every item of collection res, by its readyWhen with
@@ -578,11 +578,11 @@ func (ev *evaluation) itemsReady(res *resource) (*desired.Readiness, int) {
 	for _, n := range names {
 		c, ok := ev.liveItem(res, n)
 		if !ok {
-			return &desired.Readiness{Reason: upper(res.id) + "Missing", Message: fmt.Sprintf("%s %s/%s does not exist yet", res.kind, ev.parent.GetNamespace(), n)}, 0
+			return &desired.Readiness{Reason: upper(res.id) + "Missing", Message: fmt.Sprintf("%s %s does not exist yet", res.kind, n)}, 0
 		}
 		ev.vars[EachVar] = c.Object
 		if ready, why := ev.ready(res, c); !ready {
-			return &desired.Readiness{Reason: upper(res.id) + "NotReady", Message: fmt.Sprintf("%s %s/%s: %s", res.kind, ev.parent.GetNamespace(), n, why)}, 0
+			return &desired.Readiness{Reason: upper(res.id) + "NotReady", Message: fmt.Sprintf("%s %s: %s", res.kind, n, why)}, 0
 		}
 	}
 	return nil, len(names)

@@ -140,7 +140,7 @@ func (ev *evaluation) observe(res *resource) error {
 		}
 		ev.vars[res.id] = list
 	}
-	ev.names[res.id] = what
+	ev.names[res.id] = placed{name: what} // as messages name it
 	return nil
 }
 
@@ -151,7 +151,7 @@ func (ev *evaluation) externalReadiness(res *resource) (desired.Readiness, bool)
 		return desired.Readiness{Reason: "WaitingFor" + upper(res.id), Message: why}, false
 	}
 	if ok, why := ev.readyWhen(res); !ok {
-		return desired.Readiness{Reason: upper(res.id) + "NotReady", Message: ev.names[res.id] + ": " + why}, false
+		return desired.Readiness{Reason: upper(res.id) + "NotReady", Message: ev.names[res.id].String() + ": " + why}, false
 	}
 	return desired.Readiness{}, true
 }

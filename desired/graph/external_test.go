@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/resyncd/resyncd/desired"
@@ -180,5 +179,3 @@ func teamApp(t *testing.T, r *Renderer) *unstructured.Unstructured {
 	r.Default(p)
 	return p
 }
-
-var configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}

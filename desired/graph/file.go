@@ -57,6 +57,13 @@ type resource struct {
 	readyWhen   []*expr
 	// deps are the ids of the other resources its template refers to.
 	deps []string
+	// namespace is the template's metadata.namespace as written (a name,
+	// or a string with expressions), at nsLine; empty: the parent's.
+	namespace string
+	nsLine    int
+	// clusterScoped says the kind is cluster-scoped: its objects have no
+	// namespace.
+	clusterScoped bool
 	// forEach makes the resource a collection: one child for each
 	// combination of its iterators' items (collection.go).
 	forEach []*iterator
@@ -264,7 +271,11 @@ func readTemplate(t *yaml.Node, where string, r *resource, ps *problems) {
 			ps.add(md.Line, where+".template.metadata.name", "must be set")
 		}
 		if m := mf["namespace"]; m != nil {
-			ps.add(m.Line, where+".template.metadata.namespace", "children live in their parent's namespace (an owner reference cannot cross namespaces); remove it")
+			if m.Kind != yaml.ScalarNode || m.Value == "" {
+				ps.add(m.Line, where+".template.metadata.namespace", "must be a namespace name or an expression, \"${…}\"; leave it out for the parent's namespace")
+			} else {
+				r.namespace, r.nsLine = m.Value, m.Line
+			}
 		}
 		if m := mf["generateName"]; m != nil {
 			ps.add(m.Line, where+".template.metadata.generateName", "is not supported: a child needs a name that stays the same from pass to pass")

@@ -56,6 +56,10 @@ type Options struct {
 	// CostBudget bounds what evaluating a parent's graph may cost, once for
 	// its children and once for its status; 0: DefaultCostBudget.
 	CostBudget uint64
+	// ClusterScoped says whether a child kind is cluster-scoped, as the
+	// API server's discovery says; nil (no cluster): Kubernetes' own
+	// cluster-scoped kinds are, every other kind is taken as namespaced.
+	ClusterScoped func(schema.GroupVersionKind) bool
 	// ParentSchema is the openAPIV3Schema of the parent kind's CRD, when it
 	// is a file of the team's beside a graph without spec.schema
 	// (ParentCRD.Options sets it): Renderer.Default applies its defaults.
@@ -130,6 +134,7 @@ func Parse(path string, data []byte, opts Options) (*Renderer, error) {
 		return nil, ps.err()
 	}
 	r := &Renderer{name: f.name, budget: opts.CostBudget, status: f.status}
+	placeResources(f, opts.ClusterScoped, ps)
 	if f.schema {
 		r.schema = parseSchema(data, ps)
 	}
@@ -465,6 +470,8 @@ func childTypes(resources []*resource, status *tmpl, resourceOf func(schema.Grou
 			index[gvk] = i
 			out = append(out, desired.ChildType{GVR: gvr, Kind: r.kind})
 		}
+		out[i].Anywhere = out[i].Anywhere || r.namespace != ""
+		out[i].ClusterScoped = r.clusterScoped
 		keep := out[i].Keep
 		for _, p := range reads[r.id] {
 			keep = append(keep, strings.Join(p, "."))

@@ -17,7 +17,6 @@ func TestLoadBadGraphs(t *testing.T) {
 			`:6: spec.schema.kind: is missing: the parent kind, as WebApplication`,
 			`:6: spec.schema.apiVersion: is missing: the parent kind's version, as v1alpha1`,
 			`:8: resources[0].id: "Config" is not an identifier in lowerCamelCase (a letter, then letters and digits)`,
-			`:14: resources[config].template.metadata.namespace: children live in their parent's namespace (an owner reference cannot cross namespaces); remove it`,
 			`:15: resources[config]: id "config" is used by resources[1] already; ids must be unique`,
 			`:18: resources[secret]: sets both template and externalRef; a resource is either a child to write (template) or an object to read (externalRef)`,
 			`:19: resources[secret].template: must set apiVersion and kind, without expressions: they say what resyncd lists and may write`,
@@ -41,6 +40,11 @@ func TestLoadBadGraphs(t *testing.T) {
 			`:28: resources[badSelector].externalRef.metadata.selector.matchExpressions[0].operator: is "Equals", must be one of In, NotIn, Exists, DoesNotExist`,
 			`:29: resources[badSelector].externalRef.metadata.selector.matchFields: unknown key; known here: matchLabels, matchExpressions`,
 			`:30: resources[badSelector].externalRef.metadata.uid: unknown key; known here: name, namespace, selector`,
+		},
+		"invalid-placement.yaml": {
+			`:10: resources[role].template.metadata.namespace: ClusterRole is cluster-scoped: its objects have no namespace; remove it`,
+			`:15: resources[config].template.metadata.namespace: "Shared_Things" is not a namespace name: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,
+			`:20: resources[quota].template.metadata.namespace: must be a namespace name or an expression, "${…}"; leave it out for the parent's namespace`,
 		},
 		"invalid-empty.yaml": {
 			`:8: spec.resources: lists no resource, and the graph declares neither a parent kind (spec.schema) nor status fields: it would do nothing`,

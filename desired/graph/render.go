@@ -83,20 +83,23 @@ func (r *Renderer) RenderWith(parent *unstructured.Unstructured, children []desi
 // evaluation is one parent's evaluation of the graph: its variables, what
 // became of each resource, and the budget it spends.
 type evaluation struct {
-	r      *Renderer
-	parent *unstructured.Unstructured
-	live   map[string]desired.Child // by kind/name
-	vars   map[string]any
-	meter  meter
+	r        *Renderer
+	parent   *unstructured.Unstructured
+	parentNS string
+	live     map[string]desired.Child // by kind/name
+	vars     map[string]any
+	meter    meter
 	// excluded are the resources an includeWhen left out, or that refer
 	// to one that was; waits the resources that wait.
 	excluded map[string]bool
 	waits    map[string]*desired.Waiting
-	// names are the names of the resources resolved so far.
-	names map[string]string
-	// items are the names of the items of each collection resolved so
-	// far, and spans where Render put them in the graph (collection.go).
-	items map[string][]string
+	// names are the names of the resources resolved so far, and where
+	// they are placed.
+	names map[string]placed
+	// items are the names (and places) of the items of each collection
+	// resolved so far, and spans where Render put them in the graph
+	// (collection.go).
+	items map[string][]placed
 	spans map[string]span
 	// external is what the engine found for each external reference, by
 	// id (nil: none was read); missing says why one has no object.
@@ -106,13 +109,13 @@ type evaluation struct {
 
 func (r *Renderer) evaluation(parent *unstructured.Unstructured, children []desired.Child, external []desired.External) *evaluation {
 	ev := &evaluation{
-		r: r, parent: parent, live: make(map[string]desired.Child, len(children)),
+		r: r, parent: parent, parentNS: parent.GetNamespace(), live: make(map[string]desired.Child, len(children)),
 		vars:     map[string]any{ParentVar: parent.Object},
 		meter:    meter{budget: r.budget},
-		excluded: map[string]bool{}, waits: map[string]*desired.Waiting{}, names: map[string]string{},
+		excluded: map[string]bool{}, waits: map[string]*desired.Waiting{}, names: map[string]placed{},
 	}
 	for _, c := range children {
-		ev.live[c.Kind+"/"+c.Name] = c
+		ev.live[ev.liveKey(c.Kind, c.Namespace, c.Name)] = c
 	}
 	if len(r.externalTypes) > 0 {
 		ev.missing = map[string]string{}
@@ -138,8 +141,8 @@ func (ev *evaluation) resolve(res *resource, whole bool) (*unstructured.Unstruct
 	if obj == nil || err != nil {
 		return nil, err
 	}
-	ev.names[res.id] = obj.GetName()
-	if c, ok := ev.live[res.kind+"/"+obj.GetName()]; ok && sameGroup(c, res) && c.Object != nil {
+	ev.names[res.id] = placed{namespace: obj.GetNamespace(), name: obj.GetName()}
+	if c, ok := ev.live[ev.liveKey(res.kind, obj.GetNamespace(), obj.GetName())]; ok && sameGroup(c, res) && c.Object != nil {
 		ev.vars[res.id] = c.Object
 	}
 	return obj, nil
@@ -199,8 +202,59 @@ func (ev *evaluation) build(res *resource, whole bool) (*unstructured.Unstructur
 		return nil, &desired.InvalidError{Field: res.where() + ".template.metadata.name",
 			Message: "evaluates to an empty name; every child needs one"}
 	}
-	obj.SetNamespace(ev.parent.GetNamespace())
+	if err := ev.place(res, obj); err != nil {
+		return nil, err
+	}
 	return obj, nil
+}
+
+// place puts obj in its namespace: none for a cluster-scoped kind, the
+// one its template gives, or else its parent's. A template whose
+// namespace evaluates to null (or omit()) leaves it to the parent's.
+func (ev *evaluation) place(res *resource, obj *unstructured.Unstructured) error {
+	if res.clusterScoped {
+		obj.SetNamespace("")
+		return nil
+	}
+	if res.namespace != "" {
+		md, _ := obj.Object["metadata"].(map[string]any)
+		if v, ok := md["namespace"]; ok {
+			if ns, isString := v.(string); !isString || ns == "" && !strings.Contains(res.namespace, "${") {
+				return &desired.InvalidError{Field: res.where() + ".template.metadata.namespace",
+					Message: fmt.Sprintf("%s gives %v, not a namespace name", res.namespace, v)}
+			}
+		}
+	}
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace(ev.parent.GetNamespace())
+	}
+	return nil
+}
+
+// placed is where a resource's object is: its namespace (none when it is
+// cluster-scoped) and name.
+type placed struct{ namespace, name string }
+
+// String is namespace/name, or the name alone for a cluster-scoped
+// object, as messages name it.
+func (p placed) String() string { return objectPath(p.namespace, p.name) }
+
+func objectPath(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// liveKey is how a live child is looked up: by kind and name in the
+// parent's namespace, or cluster-scoped (a kind is either, so the two
+// never meet), and given without a namespace, which is then the
+// parent's; with its namespace too elsewhere.
+func (ev *evaluation) liveKey(kind, namespace, name string) string {
+	if namespace == "" || namespace == ev.parentNS {
+		return kind + "/" + name
+	}
+	return kind + "/" + namespace + "/" + name
 }
 
 // fill evaluates the expressions of s. When one needs a field of another
@@ -307,7 +361,7 @@ func (ev *evaluation) absent(id string) string {
 			return ev.itemsAbsent(res)
 		}
 		if res.id == id {
-			return fmt.Sprintf("%s %s/%s does not exist yet", res.kind, ev.parent.GetNamespace(), ev.names[id])
+			return fmt.Sprintf("%s %s does not exist yet", res.kind, ev.names[id])
 		}
 	}
 	return "it does not exist yet"

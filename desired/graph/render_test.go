@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/resyncd/resyncd/desired"
 )
@@ -203,3 +204,77 @@ func TestEvaluationErrorsStall(t *testing.T) {
 		t.Errorf("fields %v keep configMap, which failed", st.Fields)
 	}
 }
+
+// TestRenderPlacement: a template's namespace is the one it gives (from
+// the parent's spec), the parent's when it gives none, and none for a
+// cluster-scoped kind; the kinds say so, for the engine to LIST them.
+func TestRenderPlacement(t *testing.T) {
+	r := load(t, "../../testdata/graphs/outside.yaml", Options{})
+	parent := webApp(t, `{"image": "nginx", "expose": true, "tags": ["shared-a"]}`)
+	g, err := r.Render(parent, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	where := func(g desired.Graph) []string {
+		var out []string
+		for _, c := range g.Children {
+			out = append(out, c.GetKind()+" "+objectPath(c.GetNamespace(), c.GetName()))
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{"ConfigMap team/shop-home", "ConfigMap shared-a/team-shop"}, where(g)); diff != "" {
+		t.Errorf("first pass (-want +got):\n%s", diff)
+	}
+	if len(g.Waiting) != 1 || g.Waiting[0].Message != "reader waits for shared: ConfigMap shared-a/team-shop does not exist yet" {
+		t.Errorf("waiting = %+v", g.Waiting)
+	}
+	live := []desired.Child{{Kind: "ConfigMap", Namespace: "shared-a", Name: "team-shop", Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "team-shop", "namespace": "shared-a"}}}}
+	if g, err = r.Render(parent, live); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"ConfigMap team/shop-home", "ConfigMap shared-a/team-shop", "ClusterRole team-shop-reader"}, where(g)); diff != "" {
+		t.Errorf("with the shared ConfigMap live (-want +got):\n%s", diff)
+	}
+	// The same name in the parent's namespace is not the child it refers to.
+	elsewhere := []desired.Child{{Kind: "ConfigMap", Namespace: "team", Name: "team-shop", Object: live[0].Object}}
+	if g, err = r.Render(parent, elsewhere); err != nil || len(g.Waiting) != 1 {
+		t.Errorf("a ConfigMap of the name in another namespace: waiting %v, err %v; want reader waiting", g.Waiting, err)
+	}
+
+	want := []desired.ChildType{
+		{GVR: configMapsGVR, Kind: "ConfigMap", Keep: []string{"metadata.generation", "metadata.name", "spec.replicas", "spec.type", "spec.updateStrategy", "status"}, Anywhere: true},
+		{GVR: clusterRolesGVR, Kind: "ClusterRole", Keep: []string{"metadata.generation", "spec.replicas", "spec.type", "spec.updateStrategy", "status"}, ClusterScoped: true},
+	}
+	if diff := cmp.Diff(want, r.ChildTypes()); diff != "" {
+		t.Errorf("child types (-want +got):\n%s", diff)
+	}
+	wantPlaces := []Placement{
+		{ID: "shared", Line: 21, APIVersion: "v1", Kind: "ConfigMap", Namespace: "${schema.spec.tags[0]}", NamespaceLine: 27, Expression: true},
+		{ID: "reader", Line: 30, APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", ClusterScoped: true},
+	}
+	if diff := cmp.Diff(wantPlaces, r.Placements()); diff != "" {
+		t.Errorf("placements (-want +got):\n%s", diff)
+	}
+
+	// A namespace that cannot be evaluated stalls the parent.
+	_, err = r.Render(webApp(t, `{"image": "nginx", "tags": []}`), nil)
+	var ie *desired.InvalidError
+	if !errors.As(err, &ie) || ie.Field != "resources[shared].template.metadata.namespace" {
+		t.Errorf("tags[0] of no tags: %v, want an EvaluationFailed of the namespace", err)
+	}
+	// One that evaluates to null leaves the child in its parent's.
+	null, err := Parse("null.yaml", []byte(`{apiVersion: resyncd.io/v1alpha1, kind: Graph, metadata: {name: n}, spec: {resources: [
+  {id: c, template: {apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: "${null}"}}}]}}`), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, err = null.Render(parent, nil); err != nil || len(g.Children) != 1 || g.Children[0].GetNamespace() != "team" {
+		t.Errorf("a namespace of null: %v, err %v; want the ConfigMap in team", where(g), err)
+	}
+}
+
+var (
+	configMapsGVR   = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	clusterRolesGVR = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}
+)

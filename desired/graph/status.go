@@ -114,12 +114,12 @@ func (ev *evaluation) readiness(obs desired.Observation) desired.Readiness {
 			continue
 		}
 		name := ev.names[res.id]
-		c, ok := ev.live[res.kind+"/"+name]
+		c, ok := ev.live[ev.liveKey(res.kind, name.namespace, name.name)]
 		if !ok || !sameGroup(c, res) {
-			return desired.Readiness{Reason: upper(res.id) + "Missing", Message: fmt.Sprintf("%s %s/%s does not exist yet", res.kind, ev.parent.GetNamespace(), name)}
+			return desired.Readiness{Reason: upper(res.id) + "Missing", Message: fmt.Sprintf("%s %s does not exist yet", res.kind, name)}
 		}
 		if ready, why := ev.ready(res, c); !ready {
-			return desired.Readiness{Reason: upper(res.id) + "NotReady", Message: fmt.Sprintf("%s %s/%s: %s", res.kind, ev.parent.GetNamespace(), name, why)}
+			return desired.Readiness{Reason: upper(res.id) + "NotReady", Message: fmt.Sprintf("%s %s: %s", res.kind, name, why)}
 		}
 		n++
 	}

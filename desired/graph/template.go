@@ -24,7 +24,8 @@ type slot struct {
 	where string
 	line  int
 	parts []part
-	// name says the string is the template's metadata.name.
+	// name says the string is the template's metadata.name or
+	// metadata.namespace: what identifies the object.
 	name bool
 }
 
@@ -84,7 +85,7 @@ func (t *tmpl) walk(n *yaml.Node, path []any, where string, ps *problems) any {
 			ps.add(n.Line, where, "%v", err)
 			return x
 		}
-		s := &slot{path: path, where: where, line: n.Line, parts: parts, name: pathString(path) == "metadata.name"}
+		s := &slot{path: path, where: where, line: n.Line, parts: parts, name: pathString(path) == "metadata.name" || pathString(path) == "metadata.namespace"}
 		for _, p := range parts {
 			if p.expr != nil {
 				p.expr.line, p.expr.where = n.Line, where

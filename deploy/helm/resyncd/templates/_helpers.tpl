@@ -195,15 +195,16 @@ leader election, its Lease, the listen addresses, the log settings.
 {{/*
 The graph templates of config.resources, checked as resyncd checks them:
 every graph named is in .Values.graphs, every template sets apiVersion and
-kind without expressions, and no template is of a built-in kind resyncd
-cannot write (kinds.yaml: cluster-scoped, create-only, subresources), since
-resyncd writes children only in their parent's namespace. Renders nothing;
-fails with a message naming the graph, the template and the kind.
+kind without expressions, no template is of a built-in kind resyncd cannot
+write (kinds.yaml unwritable: create-only, subresources), and a template of
+a cluster-scoped kind (kinds.yaml clusterScoped) only for a resource that
+sets clusterScopedChildren: true. Renders nothing; fails with a message
+naming the graph, the template and the kind.
 */}}
 {{- define "resyncd.checkGraphs" -}}
 {{- $kinds := .Files.Get "kinds.yaml" | fromYaml }}
 {{- $why := dict
-  "cluster-scoped" "is cluster-scoped, and resyncd writes children only in their parent's namespace"
+  "cluster-scoped" "is cluster-scoped and read-only"
   "create-only" "takes only create: it is not an object resyncd can apply and keep in sync"
   "subresource" "is a subresource, not an object resyncd can apply" }}
 {{- range $i, $r := .Values.config.resources }}
@@ -222,6 +223,9 @@ fails with a message naming the graph, the template and the kind.
 {{- $gk := include "resyncd.templateKind" (dict "template" . "where" (printf "graphs[%q] spec.resources[%d] (id %s)" $file $j ($res.id | default "?"))) }}
 {{- with index $kinds.unwritable $gk }}
 {{- fail (printf "graphs[%q] spec.resources[%d] (id %s): kind %s %s; resyncd cannot write it and the chart grants it nothing: remove the template" $file $j ($res.id | default "?") $gk (index $why .)) }}
+{{- end }}
+{{- if and (index $kinds.clusterScoped $gk) (not $r.clusterScopedChildren) }}
+{{- fail (printf "graphs[%q] spec.resources[%d] (id %s): kind %s is cluster-scoped, and config.resources[%d] does not set clusterScopedChildren: true; resyncd would refuse every one and the chart grants it nothing: set it, or remove the template" $file $j ($res.id | default "?") $gk $i) }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -268,6 +272,7 @@ that does not exist, and every write is forbidden).
 {{- with $res.template }}
 {{- $where := printf "graphs[%q] spec.resources[%d] (id %s)" $file $j ($res.id | default "?") }}
 {{- $gk := include "resyncd.templateKind" (dict "template" . "where" $where) }}
+{{- if not (index $.kinds.clusterScoped $gk) }}
 {{- $group := "" }}
 {{- if contains "/" (toString .apiVersion) }}{{ $group = first (splitList "/" (toString .apiVersion)) }}{{ end }}
 {{- $resource := index $.kinds.namespaced $gk | default (index $custom $gk) }}
@@ -278,6 +283,42 @@ that does not exist, and every write is forbidden).
 {{- end }}
 {{- end }}
 {{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The child resources, "group/resource", that the resources watched here may
+place outside their parents' namespaces, as JSON: the cluster-scoped kinds
+of a resource with clusterScopedChildren: true, and the kinds of templates
+that set metadata.namespace of a resource with childNamespaces. resyncd
+reads and writes those in every namespace (the ClusterRole
+<release>-outside); nothing else is granted beyond the watched namespaces.
+*/}}
+{{- define "resyncd.outsideResources" -}}
+{{- $kinds := .Files.Get "kinds.yaml" | fromYaml }}
+{{- $custom := dict }}
+{{- range .Values.rbac.customKinds | default list }}{{ $_ := set $custom (printf "%s.%s" .kind .group) .resource }}{{ end }}
+{{- $out := dict }}
+{{- range include "resyncd.resourcesHere" . | fromJsonArray }}
+{{- $r := . }}
+{{- with $r.graph }}
+{{- $file := . }}
+{{- range $j, $res := ((index ($.Values.graphs | default dict) . | default dict).spec | default dict).resources | default list }}
+{{- with $res.template }}
+{{- $gk := include "resyncd.templateKind" (dict "template" . "where" (printf "graphs[%q] spec.resources[%d] (id %s)" $file $j ($res.id | default "?"))) }}
+{{- $group := "" }}
+{{- if contains "/" (toString .apiVersion) }}{{ $group = first (splitList "/" (toString .apiVersion)) }}{{ end }}
+{{- $cluster := index $kinds.clusterScoped $gk }}
+{{- if and $cluster $r.clusterScopedChildren }}
+{{- $_ := set $out (printf "%s/%s" $group $cluster) true }}
+{{- else if and (not $cluster) (hasKey (.metadata | default dict) "namespace") $r.childNamespaces }}
+{{- $_ := set $out (printf "%s/%s" $group (index $kinds.namespaced $gk | default (index $custom $gk))) true }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $out | toJson }}
 {{- end }}
 
 {{/*

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/resyncd/resyncd/internal/fixture"
+)
+
+// placementFiles writes a configuration watching WebApps with the graph
+// body and the resource keys extra, and a kubeconfig for the test API
+// server.
+func placementFiles(t *testing.T, body, extra string) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "outside.yaml"), []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte("resources:\n  - {group: example.resyncd.io, version: v1alpha1, resource: webapps, graph: outside.yaml"+extra+"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kc := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kc, env.Kubeconfig(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, kc
+}
+
+// TestValidatePlacements: validate lists, per graph, the templates that
+// can leave their parent's namespace and whether the configuration allows
+// it; one that could only ever be refused — a cluster-scoped kind without
+// clusterScopedChildren, a namespace written out that childNamespaces does
+// not allow — is an error with the graph's file and line, offline and
+// against the API server (whose discovery gives the scope), and the
+// daemon does not start with it.
+func TestValidatePlacements(t *testing.T) {
+	fixture.InstallWebApps(t, env.Config)
+	outside := readFile(t, "../../testdata/graphs/outside.yaml")
+
+	cfg, kc := placementFiles(t, outside, `, childNamespaces: ["team-*"], clusterScopedChildren: true`)
+	out, code := resyncd(t, "validate", "--config", cfg)
+	for _, want := range []string{
+		"outside.yaml:21: resources[shared] (ConfigMap): in the namespace ${schema.spec.tags[0]} gives: allowed in the parent's namespace and team-*; refused elsewhere",
+		"outside.yaml:30: resources[reader] (ClusterRole): cluster-scoped: allowed (clusterScopedChildren)",
+	} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("allowed: exit %d, want 0 and %q in the output:\n%s", code, want, out)
+		}
+	}
+	if out, code = resyncd(t, "validate", "--config", cfg, "--kubeconfig", kc); code != 0 {
+		t.Errorf("allowed, against the API server: exit %d, output:\n%s", code, out)
+	}
+
+	cfg, kc = placementFiles(t, outside, `, childNamespaces: ["team-*"]`)
+	refused := "outside.yaml:30: resources[reader] (ClusterRole): ClusterRole is cluster-scoped, and webapps.v1alpha1.example.resyncd.io does not allow cluster-scoped children: every one would be refused; set clusterScopedChildren: true on resources[0], or remove the template"
+	for _, args := range [][]string{{"validate", "--config", cfg}, {"validate", "--config", cfg, "--kubeconfig", kc}, {"once", "--config", cfg, "--kubeconfig", kc}} {
+		if out, code := resyncd(t, args...); code != 1 || !strings.Contains(out, refused) {
+			t.Errorf("%v without clusterScopedChildren: exit %d, want 1 and %q in the output:\n%s", args[0], code, refused, out)
+		}
+	}
+
+	literal := strings.Replace(outside, "namespace: ${schema.spec.tags[0]}", "namespace: platform", 1)
+	cfg, _ = placementFiles(t, literal, `, clusterScopedChildren: true`)
+	want := "outside.yaml:27: resources[shared] (ConfigMap): webapps.v1alpha1.example.resyncd.io does not allow children in namespace platform: every one would be refused; add it to childNamespaces of resources[0], or remove metadata.namespace"
+	if out, code := resyncd(t, "validate", "--config", cfg); code != 1 || !strings.Contains(out, want) {
+		t.Errorf("a namespace not allowed, written out: exit %d, want 1 and %q in the output:\n%s", code, want, out)
+	}
+	cfg, _ = placementFiles(t, literal, `, childNamespaces: [platform], clusterScopedChildren: true`)
+	if out, code := resyncd(t, "validate", "--config", cfg); code != 0 || !strings.Contains(out, "resources[shared] (ConfigMap): in namespace platform: allowed (childNamespaces)") {
+		t.Errorf("the namespace allowed: exit %d, output:\n%s", code, out)
+	}
+
+	cfg, _ = placementFiles(t, readFile(t, "../../docs/examples/webapp.yaml"), "")
+	if out, code := resyncd(t, "validate", "--config", cfg); code != 0 || !strings.Contains(out, "outside.yaml: every child in its parent's namespace") {
+		t.Errorf("a graph that stays: exit %d, output:\n%s", code, out)
+	}
+}
+
+// TestRenderOutside: render prints a child outside the parent's namespace
+// as the first pass writes it — resyncd's labels and the parent's
+// namespace, no ownerReference — and, where the configuration does not
+// allow its place, names it as not written instead.
+func TestRenderOutside(t *testing.T) {
+	parent := filepath.Join(t.TempDir(), "parent.yaml")
+	if err := os.WriteFile(parent, []byte(`apiVersion: example.resyncd.io/v1alpha1
+kind: WebApp
+metadata: {name: shop, namespace: team, uid: 0b5c2e4a-1111-4222-8333-944455556666}
+spec: {image: nginx, tags: [shared-a]}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	outside := readFile(t, "../../testdata/graphs/outside.yaml")
+
+	cfg, _ := placementFiles(t, outside, `, clusterScopedChildren: true`)
+	out, code := resyncd(t, "render", "--config", cfg, "--parent", parent)
+	want := "# not written: ConfigMap shared-a/team-shop: webapps.v1alpha1.example.resyncd.io does not allow children in namespace shared-a (childNamespaces)\n"
+	if code != 0 || !strings.Contains(out, want) || strings.Contains(out, "namespace: shared-a") {
+		t.Errorf("not allowed: exit %d, want %q and no child in shared-a:\n%s", code, want, out)
+	}
+
+	cfg, _ = placementFiles(t, outside, `, childNamespaces: ["shared-*"]`)
+	out, code = resyncd(t, "render", "--config", cfg, "--parent", parent)
+	docs := strings.Split(out, "---\n")
+	if code != 0 || len(docs) != 2 || !strings.Contains(docs[1], "namespace: shared-a\n") || !strings.Contains(docs[1], "resyncd.io/parent-namespace: team\n") ||
+		strings.Contains(docs[1], "ownerReferences") || !strings.Contains(docs[0], "ownerReferences") {
+		t.Errorf("allowed: exit %d, want the home ConfigMap with an ownerReference, the shared one in shared-a with the parent's namespace and none:\n%s", code, out)
+	}
+}
