@@ -34,7 +34,16 @@ var corpusChildren = map[string]int{
 	"status-only":        0,
 	"storefront":         3,
 	"team-roster":        1,
+	"team-space":         4,
+	"tenant-namespace":   3,
 	"web-stack":          4,
+}
+
+// corpusPlacement is, for the graphs of testdata/kro whose children leave
+// their parent's namespace, what their watched resource allows.
+var corpusPlacement = map[string]string{
+	"tenant-namespace": "childNamespaces: [corpus-apps]",
+	"team-space":       `clusterScopedChildren: true, childNamespaces: ["team-*"]`,
 }
 
 // TestCorpusConverges runs every graph of testdata/kro on the API server,
@@ -45,10 +54,12 @@ var corpusChildren = map[string]int{
 func TestCorpusConverges(t *testing.T) {
 	dyn := dynamic.NewForConfigOrDie(env.Config)
 	ns := "corpus"
-	if _, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(t.Context(),
-		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}},
-		metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
+	for _, n := range []string{ns, "corpus-apps"} {
+		if _, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(t.Context(),
+			&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": n}}},
+			metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
 	}
 	dir := t.TempDir()
 	kc := filepath.Join(dir, "kubeconfig")
@@ -94,7 +105,11 @@ func TestCorpusConverges(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The parent kind comes from the graph's spec.schema, as kro derives it.
-		cfg += fmt.Sprintf("  - {graph: %q, namespaces: [%s]}\n", abs, ns)
+		placement := ""
+		if p, ok := corpusPlacement[name]; ok {
+			placement = ", " + p
+		}
+		cfg += fmt.Sprintf("  - {graph: %q, namespaces: [%s]%s}\n", abs, ns, placement)
 	}
 	cfgPath := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
@@ -121,7 +136,11 @@ func TestCorpusConverges(t *testing.T) {
 	for _, m := range members {
 		var children int
 		for _, ct := range m.renderer.ChildTypes() {
-			list, err := dyn.Resource(ct.GVR).Namespace(ns).List(t.Context(), metav1.ListOptions{
+			where := ns // children outside the namespace: anywhere, by the parent's namespace label
+			if ct.Anywhere || ct.ClusterScoped {
+				where = ""
+			}
+			list, err := dyn.Resource(ct.GVR).Namespace(where).List(t.Context(), metav1.ListOptions{
 				LabelSelector: desired.ChildSelector(m.parent.GroupVersionKind().GroupKind()) + "," + desired.LabelParent + "=" + m.parent.GetName()})
 			if err != nil {
 				t.Fatal(err)
@@ -167,6 +186,17 @@ func TestCorpusConverges(t *testing.T) {
 	// Read from the external ConfigMaps, which resyncd never writes.
 	if st := get("teamapps", "checkout"); st["region"] != "eu-west-1" || st["teamConfigs"] != int64(1) {
 		t.Errorf("TeamApp status: %v", st)
+	}
+	// Children outside the parent's namespace, where the resource allows.
+	if st := get("teamspaces", "search"); st["namespace"] != "team-search" {
+		t.Errorf("TeamSpace status: %v", st)
+	}
+	app, err := dyn.Resource(schema.GroupVersionResource{Group: "tenant.example.com", Version: "v1alpha1", Resource: "apps"}).Namespace(ns).Get(t.Context(), "checkout", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := unstructured.NestedString(app.Object, "status", "service"); got != "corpus-apps/checkout" {
+		t.Errorf("App status.service: %q, want corpus-apps/checkout", got)
 	}
 	if st := get("webstacks", "storefront"); st["endpoint"] != "http://storefront.corpus.svc:80" || st["replicas"] != int64(3) {
 		t.Errorf("WebStack status: %v", st)
