@@ -77,6 +77,14 @@ func schemaChanges(path string, old, next *extv1.JSONSchemaProps) []string {
 		add("pattern %q would become %q", old.Pattern, next.Pattern)
 	}
 	enumChanges(old, next, add)
+	// A list that becomes a set refuses the duplicates stored lists may
+	// hold; one merged by other keys (or no longer merged) changes what
+	// server-side apply does with every list already written.
+	if o, n := listType(old), listType(next); o != n {
+		add("list type %s would become %s", o, n)
+	} else if o == "map" && !slices.Equal(old.XListMapKeys, next.XListMapKeys) {
+		add("list map keys %s would become %s", strings.Join(old.XListMapKeys, ","), strings.Join(next.XListMapKeys, ","))
+	}
 	lower := func(name string, o, n *float64) {
 		switch {
 		case n == nil:
@@ -141,6 +149,17 @@ func schemaChanges(path string, old, next *extv1.JSONSchemaProps) []string {
 		out = append(out, schemaChanges(strings.TrimSuffix(path, ".")+"[*].", old.AdditionalProperties.Schema, n)...)
 	}
 	return out
+}
+
+// listType is s's x-kubernetes-list-type, atomic when a list sets none.
+func listType(s *extv1.JSONSchemaProps) string {
+	switch {
+	case s.XListType != nil:
+		return *s.XListType
+	case s.Type == "array":
+		return "atomic"
+	}
+	return ""
 }
 
 // enumChanges reports enum values next refuses that old accepted.

@@ -60,6 +60,9 @@ func TestBreakingChanges(t *testing.T) {
 			want: []string{"v1alpha1: spec.ingress.host: would be removed"}},
 		{name: "list items of another type", spec: with("tags", "[]integer"), want: []string{"v1alpha1: spec.tags[*]: type string would become integer"}},
 		{name: "pattern added", spec: with("name", `string | required=true pattern="^[a-z]+$"`), want: []string{`v1alpha1: spec.name: pattern "^[a-z]+$" would be added`}},
+		{name: "list becomes a set", spec: with("tags", "[]string | uniqueItems=true"), want: []string{"v1alpha1: spec.tags: list type atomic would become set"}},
+		{name: "listType=set written out", spec: with("tags", "[]string | listType=set"), want: []string{"v1alpha1: spec.tags: list type atomic would become set"}},
+		{name: "validation rule added", spec: with("name", `string | required=true validation="self.size() > 1"`)},
 		{name: "scope changed", spec: base, scope: extv1.ClusterScoped, want: []string{"spec.scope: Namespaced would become Cluster: the objects stored are namespaced"}},
 		{name: "version replaced", spec: base, version: "v1", want: []string{"spec.versions: v1alpha1 would be removed"}},
 	}
@@ -76,5 +79,21 @@ func TestBreakingChanges(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestListMapKeysChanged: a list merged by other keys is a breaking change.
+func TestListMapKeysChanged(t *testing.T) {
+	mapList := "map"
+	list := func(keys ...string) *extv1.JSONSchemaProps {
+		return &extv1.JSONSchemaProps{Type: "array", XListType: &mapList, XListMapKeys: keys,
+			Items: &extv1.JSONSchemaPropsOrArray{Schema: &extv1.JSONSchemaProps{Type: "object"}}}
+	}
+	if got := schemaChanges("spec.ports.", list("name"), list("name")); len(got) != 0 {
+		t.Errorf("unchanged: %v", got)
+	}
+	want := []string{"spec.ports: list map keys name would become name,protocol"}
+	if diff := cmp.Diff(want, schemaChanges("spec.ports.", list("name"), list("name", "protocol"))); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
