@@ -239,6 +239,13 @@ type Resource struct {
 	// ClusterScopedChildren lets a parent have cluster-scoped children
 	// (a ClusterRole, a Namespace); false: they are never written.
 	ClusterScopedChildren bool `mapstructure:"clusterScopedChildren"`
+	// ExternalNamespaces are the namespaces, besides its own, where a
+	// parent's external references may be read when an expression gives
+	// their namespace: names or globs as in ChildNamespaces. Empty: only
+	// the parent's own. A namespace the graph writes out is the platform
+	// team's choice and needs no entry; one the parent's spec chooses is
+	// what a tenant could otherwise point at another team's objects.
+	ExternalNamespaces []string `mapstructure:"externalNamespaces"`
 
 	graphPath string
 	crdPath   string
@@ -249,10 +256,22 @@ type Resource struct {
 // be placed in namespace ns: its parent's own, or one ChildNamespaces
 // allows.
 func (r Resource) AllowsNamespace(parent, ns string) bool {
-	if ns == parent {
-		return true
-	}
-	for _, p := range r.ChildNamespaces {
+	return ns == parent || matchesNamespace(r.ChildNamespaces, ns)
+}
+
+// AllowsExternalNamespace says whether an external reference of a parent
+// in namespace parent, whose namespace an expression gives, may be read
+// in namespace ns: its parent's own, or one ExternalNamespaces allows.
+// "" is every namespace (a selector), which only a pattern matching any
+// name, such as "*", allows.
+func (r Resource) AllowsExternalNamespace(parent, ns string) bool {
+	return ns == parent || matchesNamespace(r.ExternalNamespaces, ns)
+}
+
+// matchesNamespace says whether one of patterns, names or path.Match
+// globs, matches namespace ns.
+func matchesNamespace(patterns []string, ns string) bool {
+	for _, p := range patterns {
 		if ok, _ := path.Match(p, ns); ok {
 			return true
 		}

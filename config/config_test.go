@@ -156,6 +156,8 @@ func TestLoadBadConfigs(t *testing.T) {
 			`:6: resources[0].childNamespaces[2]: "Team_*" can match no namespace: a namespace name has lower-case letters, digits and '-' only`,
 			`:6: resources[0].childNamespaces[3]: "Bad Name" is not a namespace name (at most 63 lower-case letters, digits and '-')`,
 			`:7: resources[0].clusterScopedChildren: "sometimes" is not true or false`,
+			`:8: resources[0].externalNamespaces[1]: "x[" is not a glob (path.Match: syntax error in pattern); write a namespace name, or a glob such as "team-*"`,
+			`:8: resources[0].externalNamespaces[2]: "Platform" is not a namespace name (at most 63 lower-case letters, digits and '-')`,
 		},
 		"invalid-clusters.yaml": {
 			`:4: clusters[0].context: kubeconfigs/east.yaml has no context "nosuch"; it has: east, east-admin`,
@@ -303,6 +305,47 @@ func TestLoadChildPlacement(t *testing.T) {
 	}
 	if d := def.Resources[0]; d.ChildrenLeave() || d.AllowsNamespace("shop", "blog") || !d.AllowsNamespace("shop", "shop") {
 		t.Errorf("by default children stay in their parent's namespace: ChildrenLeave %v, AllowsNamespace(shop, blog) %v", d.ChildrenLeave(), d.AllowsNamespace("shop", "blog"))
+	}
+}
+
+// TestLoadExternalNamespaces: externalNamespaces is read, and says where
+// an external reference whose namespace an expression gives may be read:
+// the parent's own namespace always, another only where it is listed,
+// every namespace only with a pattern that matches any.
+func TestLoadExternalNamespaces(t *testing.T) {
+	cfg, err := Load(fixture("children.yaml"), Options{Renderers: renderers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := Load(fixture("minimal.yaml"), Options{Renderers: renderers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, d := cfg.Resources[0], def.Resources[0]
+	if diff := cmp.Diff([]string{"platform", "shared-*"}, r.ExternalNamespaces); diff != "" {
+		t.Errorf("externalNamespaces (-want +got):\n%s", diff)
+	}
+	anywhere := r
+	anywhere.ExternalNamespaces = []string{"*"}
+	for _, tc := range []struct {
+		name       string
+		r          Resource
+		parent, ns string
+		want       bool
+	}{
+		{"default, the parent's own", d, "shop", "shop", true},
+		{"default, another", d, "shop", "platform", false},
+		{"default, every namespace", d, "shop", "", false},
+		{"a name", r, "shop", "platform", true},
+		{"a glob", r, "shop", "shared-eu", true},
+		{"not listed", r, "shop", "blog", false},
+		{"a child's namespace is not a read's", r, "shop", "team-a", false},
+		{"every namespace, not by a name or a glob of names", r, "shop", "", false},
+		{"every namespace, by *", anywhere, "shop", "", true},
+	} {
+		if got := tc.r.AllowsExternalNamespace(tc.parent, tc.ns); got != tc.want {
+			t.Errorf("%s: AllowsExternalNamespace(%q, %q) = %v, want %v", tc.name, tc.parent, tc.ns, got, tc.want)
+		}
 	}
 }
 

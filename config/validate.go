@@ -293,7 +293,10 @@ func validateResource(ps *problems, key string, r Resource, renderers []string) 
 		namespace(ps, fmt.Sprintf("%s.namespaces[%d]", key, j), ns)
 	}
 	for j, p := range r.ChildNamespaces {
-		childNamespace(ps, fmt.Sprintf("%s.childNamespaces[%d]", key, j), p)
+		namespacePattern(ps, fmt.Sprintf("%s.childNamespaces[%d]", key, j), p)
+	}
+	for j, p := range r.ExternalNamespaces {
+		namespacePattern(ps, fmt.Sprintf("%s.externalNamespaces[%d]", key, j), p)
 	}
 	if _, err := labels.Parse(r.LabelSelector); err != nil {
 		ps.add(key+".labelSelector", "%q is not a label selector: %v", r.LabelSelector, err)
@@ -310,9 +313,10 @@ func namespace(ps *problems, key, v string) {
 	}
 }
 
-// childNamespace checks a childNamespaces entry: a namespace name, or a
-// glob of path.Match whose literal characters could be part of one.
-func childNamespace(ps *problems, key, p string) {
+// namespacePattern checks a childNamespaces or externalNamespaces entry:
+// a namespace name, or a glob of path.Match whose literal characters
+// could be part of one.
+func namespacePattern(ps *problems, key, p string) {
 	if _, err := path.Match(p, ""); err != nil {
 		ps.add(key, "%q is not a glob (path.Match: %v); write a namespace name, or a glob such as \"team-*\"", p, err)
 		return

@@ -453,6 +453,12 @@ type ExternalRef struct {
 	// Namespace is where to look; "" for a cluster-scoped kind, or for a
 	// selector over every namespace.
 	Namespace string
+	// Chosen says the parent chose Namespace (an expression over it gave
+	// it) rather than the renderer's author: the engine then reads in
+	// another namespace than the parent's only where the watched resource
+	// allows it (externalNamespaces), as a tenant's parent must not read
+	// another team's objects through its spec.
+	Chosen bool
 	// Name is the object's name; empty when Selector is set.
 	Name string
 	// Selector selects a list of objects when Name is empty; nil selects

@@ -87,9 +87,10 @@ func (x *externals) end() {
 
 // resolveExternals returns what parent p reads: its references, each with
 // the objects found. A failure blocks the parent: a reference its spec makes
-// invalid, or a LIST the API server refused. An error is the pass's: a
-// LIST that failed for another reason (no answer, 5xx) fails the pass,
-// which the next retries.
+// invalid, one whose namespace its spec chose where the watched resource
+// does not allow reads (then nothing at all is read for it), or a LIST the
+// API server refused. An error is the pass's: a LIST that failed for
+// another reason (no answer, 5xx) fails the pass, which the next retries.
 func (e *Engine) resolveExternals(ctx context.Context, rs *resourceState, p *unstructured.Unstructured, rep *ResourceReport) ([]desired.External, *desired.Failure, error) {
 	x := rs.externals
 	refs, err := x.renderer.ExternalRefs(p)
@@ -99,6 +100,11 @@ func (e *Engine) resolveExternals(ctx context.Context, rs *resourceState, p *uns
 			return nil, &desired.Failure{Reason: cmp.Or(ie.Reason, "InvalidSpec"), Message: ie.Error()}, nil
 		}
 		return nil, &desired.Failure{Reason: "RenderFailed", Message: err.Error()}, nil
+	}
+	for _, ref := range refs {
+		if f := refuseRead(rs, x.types[ref.Type], ref, p); f != nil {
+			return nil, f, nil
+		}
 	}
 	out := make([]desired.External, 0, len(refs))
 	for _, ref := range refs {

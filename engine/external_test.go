@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -360,4 +361,72 @@ spec:
 		t.Errorf("ServiceAccount reads: %v, want none written for a stalled parent", err)
 	}
 	h.mustGet(serviceAccounts, ns, "skips")
+}
+
+// TestExternalRefNamespaceNotAllowed: a parent whose spec gives an
+// external reference another namespace than its own reads nothing there —
+// not one request — and is Stalled with NamespaceNotAllowed, naming the
+// reference and the namespace, and one Event; a parent whose spec gives
+// its own namespace proceeds in the same pass. With the namespace in
+// externalNamespaces, the next pass reads it and writes the child with
+// its value.
+func TestExternalRefNamespaceNotAllowed(t *testing.T) {
+	ns, other := "external-chosen", "external-chosen-bank"
+	path := filepath.Join(t.TempDir(), "graph.yaml")
+	if err := os.WriteFile(path, []byte(`
+apiVersion: resyncd.io/v1alpha1
+kind: Graph
+metadata: {name: chosen}
+spec:
+  resources:
+    - id: platform
+      externalRef: {apiVersion: v1, kind: ConfigMap, metadata: {name: platform-settings, namespace: "${schema.spec.team}"}}
+    - id: settings
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: "${schema.metadata.name}-settings"}
+        data: {region: "${platform.data.region}"}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := externalHarnessWith(t, ns, path)
+	h.namespace(other)
+	h.recordEvents()
+	h.createByHand(ns, "platform-settings", nil, map[string]string{"region": "eu-west-1"})
+	h.createByHand(other, "platform-settings", nil, map[string]string{"region": "the-bank's"})
+	h.createTeamApp(ns, "tenant", other)
+	h.createTeamApp(ns, "own", ns)
+
+	for pass := 1; pass <= 2; pass++ {
+		h.log.reset()
+		rep := h.sync()
+		if got := requestsIn(h.log.reset(), other); len(got) != 0 || rep.ExternalLists != 1 {
+			t.Errorf("pass %d: requests to %s %v, external LISTs %d; want none there, 1 of %s", pass, other, got, rep.ExternalLists, ns)
+		}
+	}
+	s := condition(t, h.mustGet(teamApps, ns, "tenant"), desired.ConditionStalled)
+	if msg := str(s["message"]); s["status"] != "True" || s["reason"] != ReasonNamespaceNotAllowed ||
+		!strings.Contains(msg, "platform (v1 ConfigMap "+other+"/platform-settings) is not read") || !strings.Contains(msg, "externalNamespaces") {
+		t.Errorf("tenant Stalled = %v, want True/%s naming the reference and its namespace", s, ReasonNamespaceNotAllowed)
+	}
+	if _, err := h.get(configMaps, ns, "tenant-settings"); !apierrors.IsNotFound(err) {
+		t.Errorf("tenant-settings: %v, want not written", err)
+	}
+	if v, _, _ := unstructured.NestedString(h.mustGet(configMaps, ns, "own-settings").Object, "data", "region"); v != "eu-west-1" {
+		t.Errorf("own-settings region = %q, want eu-west-1 from its own namespace", v)
+	}
+	want := map[string]int{"tenant/" + ReasonNamespaceNotAllowed: 1}
+	if got := fixture.WarningEvents(t, h.cs, ns, "", want); !maps.Equal(got, want) {
+		t.Errorf("Warning Events %v, want %v", got, want)
+	}
+
+	h.engine.resources[0].cfg.ExternalNamespaces = []string{"external-chosen-*"}
+	h.sync()
+	if v, _, _ := unstructured.NestedString(h.mustGet(configMaps, ns, "tenant-settings").Object, "data", "region"); v != "the-bank's" {
+		t.Errorf("tenant-settings region = %q once %s is allowed, want the-bank's", v, other)
+	}
+	if got := fixture.StatusReason(h.mustGet(teamApps, ns, "tenant"), desired.ConditionStalled); strings.HasPrefix(got, "True") {
+		t.Errorf("tenant Stalled = %q once the namespace is allowed", got)
+	}
 }

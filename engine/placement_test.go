@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/resyncd/resyncd/config"
 	"github.com/resyncd/resyncd/desired"
@@ -35,6 +37,49 @@ func TestRefuse(t *testing.T) {
 			got := refuse(rs, tc.key, p)
 			if (got == nil) != (tc.want == "") || (got != nil && got.Reason != tc.want) {
 				t.Errorf("refuse = %+v, want reason %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRefuseRead: an external reference is refused only when the parent
+// chose its namespace (Chosen) and that is neither the parent's own nor
+// one externalNamespaces allows; a selector the parent sent to every
+// namespace only with a pattern that matches any. A namespace the graph
+// wrote is never refused; the reason names the reference and the
+// namespace.
+func TestRefuseRead(t *testing.T) {
+	p := &unstructured.Unstructured{}
+	p.SetNamespace("team-a")
+	secrets := desired.ExternalType{GVR: schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, Kind: "Secret", Namespaced: true}
+	named := func(ns string, chosen bool) desired.ExternalRef {
+		return desired.ExternalRef{ID: "db", Name: "creds", Namespace: ns, Chosen: chosen}
+	}
+	for _, tc := range []struct {
+		name    string
+		allowed []string
+		ref     desired.ExternalRef
+		want    string // in the message; "" allowed
+	}{
+		{"written out", nil, named("platform", false), ""},
+		{"a selector written without a namespace", nil, desired.ExternalRef{ID: "db"}, ""},
+		{"chosen, the parent's own", nil, named("team-a", true), ""},
+		{"chosen, another, none allowed", nil, named("bank", true),
+			"db (v1 Secret bank/creds) is not read: the parent's spec gives its namespace bank, not the parent's own, and the namespaces webapps.v1alpha1.example.resyncd.io allows such reads in are none besides the parent's own (externalNamespaces)"},
+		{"chosen, another, not matched", []string{"shared-*"}, named("bank", true), "are shared-* (externalNamespaces)"},
+		{"chosen, by name", []string{"bank"}, named("bank", true), ""},
+		{"chosen, by glob", []string{"ba*"}, named("bank", true), ""},
+		{"chosen, every namespace, by a glob of names", []string{"team-*"}, desired.ExternalRef{ID: "db", Chosen: true}, "would select in every namespace"},
+		{"chosen, every namespace, by *", []string{"*"}, desired.ExternalRef{ID: "db", Chosen: true}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := &resourceState{name: "webapps.v1alpha1.example.resyncd.io", cfg: config.Resource{ExternalNamespaces: tc.allowed}}
+			got := refuseRead(rs, secrets, tc.ref, p)
+			switch {
+			case tc.want == "" && got != nil:
+				t.Errorf("refused: %+v", got)
+			case tc.want != "" && (got == nil || got.Reason != ReasonNamespaceNotAllowed || !strings.Contains(got.Message, tc.want)):
+				t.Errorf("refuseRead = %+v, want %s saying %q", got, ReasonNamespaceNotAllowed, tc.want)
 			}
 		})
 	}

@@ -93,6 +93,7 @@ func (ev *evaluation) ref(res *resource) (desired.ExternalRef, error) {
 	}
 	if t.Namespaced {
 		ref.Namespace = ns
+		ref.Chosen = res.external.nsExpr
 	}
 	return ref, nil
 }
@@ -154,4 +155,21 @@ func (ev *evaluation) externalReadiness(res *resource) (desired.Readiness, bool)
 		return desired.Readiness{Reason: upper(res.id) + "NotReady", Message: ev.names[res.id].String() + ": " + why}, false
 	}
 	return desired.Readiness{}, true
+}
+
+// ChosenReads lists, in the file's order, the external references whose
+// namespace an expression gives, as Placements (Expression set): the
+// parent's spec may choose where they read, which the configuration
+// allows only in the parent's own namespace and externalNamespaces. A
+// namespace written out, or a selector with none, is the graph's choice
+// and is not listed.
+func (r *Renderer) ChosenReads() []Placement {
+	var out []Placement
+	for _, res := range r.resources {
+		if x := res.external; x != nil && x.nsExpr {
+			out = append(out, Placement{ID: res.id, Line: res.line, APIVersion: res.apiVersion, Kind: res.kind,
+				Namespace: x.nsText, NamespaceLine: x.nsLine, Expression: true})
+		}
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -178,4 +179,64 @@ func teamApp(t *testing.T, r *Renderer) *unstructured.Unstructured {
 	p.SetNamespace("shop")
 	r.Default(p)
 	return p
+}
+
+// TestExternalRefsChosen: a reference's namespace is the parent's choice
+// (ExternalRef.Chosen) only when an expression gives it, whatever it
+// evaluates to; written out, or left out, it is the graph's. ChosenReads
+// lists those references with the namespace as written and its line.
+func TestExternalRefsChosen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "graph.yaml")
+	if err := os.WriteFile(path, []byte(`apiVersion: resyncd.io/v1alpha1
+kind: Graph
+metadata: {name: chosen}
+spec:
+  resources:
+    - id: own
+      externalRef: {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}
+    - id: literal
+      externalRef: {apiVersion: v1, kind: ConfigMap, metadata: {name: b, namespace: platform}}
+    - id: fromSpec
+      externalRef:
+        apiVersion: v1
+        kind: Secret
+        metadata:
+          name: c
+          namespace: ${schema.spec.secretNamespace}
+    - id: selected
+      externalRef: {apiVersion: v1, kind: ConfigMap, metadata: {namespace: "team-${schema.spec.team}", selector: {}}}
+    - id: everywhere
+      externalRef: {apiVersion: v1, kind: ConfigMap, metadata: {selector: {matchLabels: {tier: gold}}}}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Load(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "App",
+		"metadata": map[string]any{"name": "x", "namespace": "shop"}, "spec": map[string]any{"secretNamespace": "bank", "team": "ads"}}}
+	refs, err := r.ExternalRefs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type read struct {
+		ID, Namespace string
+		Chosen        bool
+	}
+	var got []read
+	for _, ref := range refs {
+		got = append(got, read{ref.ID, ref.Namespace, ref.Chosen})
+	}
+	want := []read{{"own", "shop", false}, {"literal", "platform", false}, {"fromSpec", "bank", true}, {"selected", "team-ads", true}, {"everywhere", "", false}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ExternalRefs (-want +got):\n%s", diff)
+	}
+	wantReads := []Placement{
+		{ID: "fromSpec", Line: 10, APIVersion: "v1", Kind: "Secret", Namespace: "${schema.spec.secretNamespace}", NamespaceLine: 16, Expression: true},
+		{ID: "selected", Line: 17, APIVersion: "v1", Kind: "ConfigMap", Namespace: "team-${schema.spec.team}", NamespaceLine: 18, Expression: true},
+	}
+	if diff := cmp.Diff(wantReads, r.ChosenReads()); diff != "" {
+		t.Errorf("ChosenReads (-want +got):\n%s", diff)
+	}
 }

@@ -75,8 +75,13 @@ type externalRef struct {
 	// metadata is the template of its metadata: name, namespace, selector.
 	metadata *tmpl
 	selector bool
-	// namespace says metadata sets a namespace.
+	// namespace says metadata sets a namespace; nsText is it as written,
+	// at nsLine, and nsExpr says it has expressions: the parent's spec
+	// may then choose where the reference reads.
 	namespace bool
+	nsText    string
+	nsLine    int
+	nsExpr    bool
 	line      int
 }
 
@@ -318,6 +323,8 @@ func readExternalRef(x *yaml.Node, where string, r *resource, ps *problems) *ext
 	}
 	if ns := mf["namespace"]; ns != nil && ns.Kind != yaml.ScalarNode {
 		ps.add(ns.Line, where+".metadata.namespace", "must be a string")
+	} else if ns != nil {
+		ext.nsText, ext.nsLine, ext.nsExpr = ns.Value, ns.Line, strings.Contains(ns.Value, "${")
 	}
 	ext.metadata = newTemplate(md, where+".metadata", ps)
 	return ext
