@@ -47,36 +47,45 @@ type run struct {
 	started, waiting int
 	dropped          []*job
 	// cameBack says the resource's last pass failed: the API server may
-	// have just come back. warming caches, once a pass, whether a 403 may
-	// be the server's warm-up rather than a refusal (warmingUp).
+	// have just come back. warm caches, once a pass, whether a 403 may be
+	// the server's warm-up rather than a refusal (warmingUp).
 	cameBack bool
-	warmOnce sync.Once
-	warming  bool
+	warm     warmth
+}
+
+// warmth caches, for one pass, whether the API server may still be
+// warming up: asked once, at the first 403.
+type warmth struct {
+	once    sync.Once
+	warming bool
 }
 
 // warmingUp says whether the API server may still be warming up: the
-// pass before failed (the server was away, or restarting), or the server
-// says it is not ready. Until the RBAC authorizer has loaded the roles
-// and bindings, it refuses requests it allows moments later; such a 403
-// is transient, not a reason to stall a parent.
-func (r *run) warmingUp() bool {
-	r.warmOnce.Do(func() {
-		if r.cameBack {
-			r.warming = true
+// pass before failed (cameBack: the server was away, or restarting), or
+// the server says it is not ready. Until the RBAC authorizer has loaded
+// the roles and bindings, it refuses requests it allows moments later;
+// such a 403 is transient, not a reason to stall a parent.
+func (w *warmth) warmingUp(ctx context.Context, e *Engine, cameBack bool) bool {
+	w.once.Do(func() {
+		if cameBack {
+			w.warming = true
 			return
 		}
-		if r.e.ready != nil {
-			ctx, cancel := context.WithTimeout(r.inFlight, 5*time.Second)
+		if e.ready != nil {
+			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
 			// Where /readyz itself is refused (a cluster without the
 			// default public-info-viewer binding), readiness is unknown and
 			// a 403 counts as it always does.
-			err := r.e.ready(ctx)
-			r.warming = err != nil && !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err)
+			err := e.ready(ctx)
+			w.warming = err != nil && !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err)
 		}
 	})
-	return r.warming
+	return w.warming
 }
+
+// warmingUp is warmth.warmingUp for the pass's writes.
+func (r *run) warmingUp() bool { return r.warm.warmingUp(r.inFlight, r.e, r.cameBack) }
 
 // transient says whether err, met by a write of this pass, may pass: as
 // isTransient says, or a 403 while the server warms up.
@@ -84,15 +93,20 @@ func (r *run) transient(err error) bool {
 	return isTransient(err) || (apierrors.IsForbidden(err) && r.warmingUp())
 }
 
+// lastPassFailed says whether the last pass over rs failed: the API
+// server may have just come back.
+func (e *Engine) lastPassFailed(rs *resourceState) bool {
+	e.failingMu.Lock()
+	defer e.failingMu.Unlock()
+	return e.failing[rs]
+}
+
 // execute makes the pass's writes through the engine's scheduler, with
 // those of other passes running at the same time. The jobs form batches
 // of about apply.batchSize writes: once ctx ends, no new batch starts, and
 // the batch in flight finishes, so no parent is left half-written.
 func (e *Engine) execute(ctx context.Context, rs *resourceState, jobs []*job, rep *ResourceReport) error {
-	e.failingMu.Lock()
-	cameBack := e.failing[rs]
-	e.failingMu.Unlock()
-	r := &run{e: e, rs: rs, rep: rep, ctx: ctx, cameBack: cameBack}
+	r := &run{e: e, rs: rs, rep: rep, ctx: ctx, cameBack: e.lastPassFailed(rs)}
 	// The batch in flight outlives a stop, not the pass's deadline.
 	r.inFlight = context.WithoutCancel(ctx)
 	if deadline, ok := ctx.Deadline(); ok {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"go.uber.org/zap"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -31,6 +32,9 @@ type externals struct {
 	keepers  []*keeper
 	// lists are this pass's LISTs, by kind and namespace.
 	lists map[externalKey]*externalList
+	// warm says, once a pass, whether a refused LIST may be the API
+	// server's warm-up.
+	warm *warmth
 }
 
 type externalKey struct {
@@ -39,10 +43,13 @@ type externalKey struct {
 }
 
 // externalList is what one LIST of an external kind found: its objects,
-// sorted by namespace and name, or why the API server refused it.
+// sorted by namespace and name, or why the API server refused it. warming
+// says the refusal was a 403 while the server warms up: transient, so
+// what reads the list waits for the next pass instead of stalling.
 type externalList struct {
 	objects []externalObject
 	refused error
+	warming bool
 }
 
 // externalObject is what a pass keeps of one external object: what a
@@ -75,13 +82,14 @@ func newExternals(rd desired.Renderer) *externals {
 func (x *externals) begin() {
 	if x != nil {
 		x.lists = map[externalKey]*externalList{}
+		x.warm = &warmth{}
 	}
 }
 
 // end lets go of the pass's LISTs.
 func (x *externals) end() {
 	if x != nil {
-		x.lists = nil
+		x.lists, x.warm = nil, nil
 	}
 }
 
@@ -89,8 +97,10 @@ func (x *externals) end() {
 // the objects found. A failure blocks the parent: a reference its spec makes
 // invalid, one whose namespace its spec chose where the watched resource
 // does not allow reads (then nothing at all is read for it), or a LIST the
-// API server refused. An error is the pass's: a LIST that failed for
-// another reason (no answer, 5xx) fails the pass, which the next retries.
+// API server refused. A LIST refused while the server warms up is left
+// out: what reads it waits, not read, and the next pass tries again. An
+// error is the pass's: a LIST that failed for another reason (no answer,
+// 5xx) fails the pass, which the next retries.
 func (e *Engine) resolveExternals(ctx context.Context, rs *resourceState, p *unstructured.Unstructured, rep *ResourceReport) ([]desired.External, *desired.Failure, error) {
 	x := rs.externals
 	refs, err := x.renderer.ExternalRefs(p)
@@ -111,6 +121,9 @@ func (e *Engine) resolveExternals(ctx context.Context, rs *resourceState, p *uns
 		l, err := e.listExternal(ctx, rs, externalKey{typ: ref.Type, namespace: ref.Namespace}, rep)
 		if err != nil {
 			return nil, nil, err
+		}
+		if l.warming {
+			continue
 		}
 		if l.refused != nil {
 			return nil, &desired.Failure{Reason: ReasonExternalUnreadable, Message: fmt.Sprintf("%s %s: %s",
@@ -165,6 +178,10 @@ func (e *Engine) listExternal(ctx context.Context, rs *resourceState, k external
 		return nil
 	})
 	switch {
+	case apierrors.IsForbidden(err) && x.warm.warmingUp(ctx, e, e.lastPassFailed(rs)):
+		l.objects, l.warming = nil, true
+		e.log.Warn("External list refused while the API server warms up", zap.String("resource", rs.name),
+			zap.String("kind", t.Kind), zap.String("namespace", k.namespace), zap.Error(err))
 	case apierrors.IsForbidden(err):
 		l.objects, l.refused = nil, fmt.Errorf("the API server refuses to list it (grant resyncd get and list on %s): %w", t.GVR.GroupResource(), err)
 	case apierrors.IsNotFound(err):

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"os"
 	"path/filepath"
@@ -248,13 +249,11 @@ func withData(cm *corev1.ConfigMap, k, v string) *corev1.ConfigMap {
 	return cm
 }
 
-// TestExternalRefForbidden: where resyncd may not LIST the external kind
-// in the namespace a graph reads it from, the parent is Stalled with the
-// reason and the server's refusal, and nothing that reads it is written;
-// granted the read, the next pass proceeds.
-func TestExternalRefForbidden(t *testing.T) {
-	ns, platformNS := "external-403", "external-403-platform"
-	const user = "resyncd-external"
+// forbiddenExternal is a harness whose parent, TeamApp a in ns, reads the
+// ConfigMap platform-settings in platformNS through a graph that names
+// platformNS, as user, who may read Secrets there and no ConfigMap.
+func forbiddenExternal(t *testing.T, ns, platformNS, user string) *harness {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "graph.yaml")
 	if err := os.WriteFile(path, []byte(`
 apiVersion: resyncd.io/v1alpha1
@@ -285,7 +284,19 @@ spec:
 	})
 	h.grant(platformNS, user, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list"}}})
 	h.waitAllowed(ns, user, "patch", "kro.run", "teamapps", "status")
+	h.recordEvents()
 	h.impersonate(user)
+	return h
+}
+
+// TestExternalRefForbidden: where resyncd may not LIST the external kind
+// in the namespace a graph reads it from, the parent is Stalled with the
+// reason and the server's refusal, and nothing that reads it is written;
+// granted the read, the next pass proceeds.
+func TestExternalRefForbidden(t *testing.T) {
+	ns, platformNS := "external-403", "external-403-platform"
+	const user = "resyncd-external"
+	h := forbiddenExternal(t, ns, platformNS, user)
 
 	rep := h.sync()
 	if rep.Stalled != 1 {
@@ -361,6 +372,61 @@ spec:
 		t.Errorf("ServiceAccount reads: %v, want none written for a stalled parent", err)
 	}
 	h.mustGet(serviceAccounts, ns, "skips")
+}
+
+// TestExternalRefForbiddenWhileServerWarmsUp: a 403 on an external LIST
+// while the API server says it is not ready, or in the pass after one that
+// failed, is the RBAC authorizer warming up: the parent is not Stalled and
+// gets no Event; what reads the reference waits, not written, and the
+// next pass LISTs again. Once the server is ready and answered the pass
+// before, the same 403 stalls the parent with ExternalUnreadable and one
+// Event.
+func TestExternalRefForbiddenWhileServerWarmsUp(t *testing.T) {
+	ns, platformNS := "external-warming", "external-warming-platform"
+	h := forbiddenExternal(t, ns, platformNS, "resyncd-external-warming")
+
+	for _, tc := range []struct {
+		name   string
+		warmUp func(e *Engine)
+	}{
+		{"readyz refuses", func(e *Engine) {
+			e.ready = func(context.Context) error { return errors.New("[-]poststarthook/rbac/bootstrap-roles failed") }
+		}},
+		{"the pass before failed", func(e *Engine) { e.failing[e.resources[0]] = true }}, // what a failed pass leaves
+	} {
+		ready := h.engine.ready
+		tc.warmUp(h.engine)
+		h.log.reset()
+		rep := h.sync()
+		h.engine.ready = ready
+		if rep.Stalled != 0 || rep.ExternalLists != 1 {
+			t.Errorf("%s: stalled %d, external LISTs %d; want 0, 1", tc.name, rep.Stalled, rep.ExternalLists)
+		}
+		if got := requestsIn(h.log.reset(), platformNS); len(got) != 1 || !strings.HasPrefix(got[0], "GET /api/v1/namespaces/"+platformNS+"/configmaps?") {
+			t.Errorf("%s: requests to %s %v, want its ConfigMaps LISTed once", tc.name, platformNS, got)
+		}
+		parent := h.mustGet(teamApps, ns, "a")
+		if got := fixture.StatusReason(parent, desired.ConditionStalled); strings.HasPrefix(got, "True") {
+			t.Errorf("%s: Stalled = %q during the warm-up", tc.name, got)
+		}
+		if got := fixture.StatusReason(parent, "Reconciling"); got != "True/WaitingForPlatform" {
+			t.Errorf("%s: Reconciling = %q, want True/WaitingForPlatform", tc.name, got)
+		}
+		if _, err := h.get(configMaps, ns, "a-settings"); !apierrors.IsNotFound(err) {
+			t.Errorf("%s: a-settings: %v, want not written before platform-settings is read", tc.name, err)
+		}
+	}
+	rep := h.sync()
+	if rep.Stalled != 1 {
+		t.Errorf("server ready: stalled %d, want 1", rep.Stalled)
+	}
+	if s := condition(t, h.mustGet(teamApps, ns, "a"), desired.ConditionStalled); s["status"] != "True" || s["reason"] != ReasonExternalUnreadable {
+		t.Errorf("Stalled = %v once the server is ready, want True/%s", s, ReasonExternalUnreadable)
+	}
+	want := map[string]int{"a/" + ReasonExternalUnreadable: 1}
+	if got := fixture.WarningEvents(t, h.cs, ns, "", want); !maps.Equal(got, want) {
+		t.Errorf("Warning Events %v, want %v: none during the warm-up", got, want)
+	}
 }
 
 // TestExternalRefNamespaceNotAllowed: a parent whose spec gives an
