@@ -60,7 +60,23 @@ func placementsOffline(cfg *config.Config, r config.Resource) ([]string, error) 
 	if len(lines) == 0 && err == nil {
 		lines = []string{fmt.Sprintf("%s: every child in its parent's namespace", r.GraphPath())}
 	}
-	return lines, err
+	return append(lines, chosenReads(r, g)...), err
+}
+
+// chosenReads says, for `resyncd validate`, which external references of g
+// read in a namespace an expression gives — which the parent's spec may
+// choose — and where r allows them to read: the parent's own namespace,
+// and externalNamespaces. Decided per parent, so never an error.
+func chosenReads(r config.Resource, g *graph.Renderer) []string {
+	verdict := "only where it gives the parent's own namespace (externalNamespaces is empty: any other is refused)"
+	if len(r.ExternalNamespaces) > 0 {
+		verdict = "allowed in the parent's namespace and " + strings.Join(r.ExternalNamespaces, ", ") + "; refused elsewhere"
+	}
+	var lines []string
+	for _, p := range g.ChosenReads() {
+		lines = append(lines, fmt.Sprintf("%s:%d: %s: reads in the namespace %s gives: %s", r.GraphPath(), p.Line, p.Where(), p.Namespace, verdict))
+	}
+	return lines
 }
 
 // refusedPlace says why r does not let child of parent be written where it

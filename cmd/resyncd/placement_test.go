@@ -109,3 +109,34 @@ spec: {image: nginx, tags: [shared-a]}
 		t.Errorf("allowed: exit %d, want the home ConfigMap with an ownerReference, the shared one in shared-a with the parent's namespace and none:\n%s", code, out)
 	}
 }
+
+// TestValidateChosenReads: validate lists the external references whose
+// namespace an expression gives, with where the configuration lets them
+// read: the parent's namespace only, or externalNamespaces too; one
+// whose namespace is written out is not listed, and neither is an error.
+func TestValidateChosenReads(t *testing.T) {
+	graph := `apiVersion: resyncd.io/v1alpha1
+kind: Graph
+metadata: {name: reads}
+spec:
+  resources:
+    - id: db
+      externalRef: {apiVersion: v1, kind: Secret, metadata: {name: db, namespace: "${schema.spec.secretNamespace}"}}
+    - id: platform
+      externalRef: {apiVersion: v1, kind: ConfigMap, metadata: {name: platform, namespace: platform-system}}
+    - id: settings
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${schema.metadata.name}"}, data: {a: "${db.data.a}", b: "${platform.data.b}"}}
+`
+	for _, tc := range []struct {
+		extra, want string
+	}{
+		{"", "outside.yaml:6: resources[db] (Secret): reads in the namespace ${schema.spec.secretNamespace} gives: only where it gives the parent's own namespace (externalNamespaces is empty: any other is refused)"},
+		{`, externalNamespaces: [bank, "vault-*"]`, "outside.yaml:6: resources[db] (Secret): reads in the namespace ${schema.spec.secretNamespace} gives: allowed in the parent's namespace and bank, vault-*; refused elsewhere"},
+	} {
+		cfg, _ := placementFiles(t, graph, tc.extra)
+		out, code := resyncd(t, "validate", "--config", cfg)
+		if code != 0 || !strings.Contains(out, tc.want) || !strings.Contains(out, "outside.yaml: every child in its parent's namespace") || strings.Contains(out, "resources[platform]") {
+			t.Errorf("%q: exit %d, want 0, every child in its namespace, and only %q of the reads in the output:\n%s", tc.extra, code, tc.want, out)
+		}
+	}
+}
