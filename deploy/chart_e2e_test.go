@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -654,6 +655,92 @@ func TestChartExternalRef(t *testing.T) {
 	forbidden := map[string]error{}
 	_, forbidden["create a ConfigMap in ext-platform"] = saKube.CoreV1().ConfigMaps("ext-platform").Create(ctx, cm, metav1.CreateOptions{})
 	forbidden["delete the external ConfigMap"] = saKube.CoreV1().ConfigMaps("ext-platform").Delete(ctx, "platform", metav1.DeleteOptions{})
+	_, forbidden["list ConfigMaps everywhere"] = saKube.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
+	for what, err := range forbidden {
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("%s: got %v, want Forbidden", what, err)
+		}
+	}
+}
+
+// TestChartExternalNamespaces installs the chart with a graph whose
+// external reference takes its namespace from the parent's spec, and
+// externalNamespaces naming one namespace: a pass as the release's
+// ServiceAccount reads the ConfigMap there and writes the child with its
+// value, with the Role the chart made there, which lets it read that
+// namespace's ConfigMaps, write none of them, and read no other
+// namespace's.
+func TestChartExternalNamespaces(t *testing.T) {
+	ctx := t.Context()
+	fixture.InstallWebApps(t, env.Config)
+	admin := kubernetes.NewForConfigOrDie(env.Config)
+	for _, ns := range []string{"extns-system", "extns-in", "extns-bank", "extns-other"} {
+		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bank := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "rates", Namespace: "extns-bank"}, Data: map[string]string{"rate": "4.5"}}
+	if _, err := admin.CoreV1().ConfigMaps("extns-bank").Create(ctx, bank, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	g := map[string]any{"apiVersion": "resyncd.io/v1alpha1", "kind": "Graph", "metadata": map[string]any{"name": "extns"},
+		"spec": map[string]any{"resources": []any{
+			map[string]any{"id": "rates", "externalRef": map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+				"metadata": map[string]any{"name": "rates", "namespace": "${schema.spec.tags[0]}"}}},
+			map[string]any{"id": "config", "template": map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+				"metadata": map[string]any{"name": "${schema.metadata.name}-config"}, "data": map[string]any{"rate": "${rates.data.rate}"}}},
+		}}}
+	cfg, sa := helmInstall(t, "extns", "extns-system", map[string]any{
+		"graphs": map[string]any{"extns.yaml": g},
+		"config": map[string]any{"resources": []any{
+			map[string]any{"group": "example.resyncd.io", "version": "v1alpha1", "resource": "webapps", "graph": "extns.yaml",
+				"namespaces": []any{"extns-in"}, "externalNamespaces": []any{"extns-bank"}},
+		}},
+	})
+	saKube := kubernetes.NewForConfigOrDie(sa)
+	fixture.Eventually(t, "the Roles in force", 30*time.Second, func() bool {
+		_, err1 := saKube.CoreV1().ConfigMaps("extns-in").List(ctx, metav1.ListOptions{})
+		_, err2 := saKube.CoreV1().ConfigMaps("extns-bank").List(ctx, metav1.ListOptions{})
+		return err1 == nil && err2 == nil
+	})
+	res := cfg.Resources[0]
+	if !slices.Equal(res.ExternalNamespaces, []string{"extns-bank"}) {
+		t.Errorf("externalNamespaces in the chart's configuration = %v, want [extns-bank]", res.ExternalNamespaces)
+	}
+	rd, err := graph.Load(res.GraphPath(), graph.Options{
+		Schemas: &resolver.ClientDiscoveryResolver{Discovery: discovery.NewDiscoveryClientForConfigOrDie(sa)},
+		Parent:  fixture.WebApps.GroupVersion().WithKind("WebApp")})
+	if err != nil {
+		t.Fatalf("the mounted graph, typed as the ServiceAccount: %v", err)
+	}
+	reg := desired.DefaultRegistry()
+	reg[res.RendererKey()] = rd
+	webapp := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.resyncd.io/v1alpha1", "kind": "WebApp",
+		"metadata": map[string]any{"name": "loan", "namespace": "extns-in"}, "spec": map[string]any{"image": "nginx", "tags": []any{"extns-bank"}},
+	}}
+	if _, err := dynamic.NewForConfigOrDie(env.Config).Resource(fixture.WebApps).Namespace("extns-in").Create(ctx, webapp, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(engine.SettingsFrom(cfg), engine.Options{REST: sa, Renderers: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := eng.SyncOnce(ctx)
+	if err != nil {
+		t.Fatalf("pass as the ServiceAccount: %v", err)
+	}
+	if r := rep.Resources[0]; r.Created != 1 || r.Failed != 0 || r.Stalled != 0 {
+		t.Errorf("created %d, failed %d, stalled %d; want 1, 0, 0", r.Created, r.Failed, r.Stalled)
+	}
+	got, err := admin.CoreV1().ConfigMaps("extns-in").Get(ctx, "loan-config", metav1.GetOptions{})
+	if err != nil || got.Data["rate"] != "4.5" {
+		t.Errorf("loan-config: %v %v, want rate 4.5 read from extns-bank", got.Data, err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "written", Namespace: "extns-bank"}}
+	forbidden := map[string]error{}
+	_, forbidden["create a ConfigMap in extns-bank"] = saKube.CoreV1().ConfigMaps("extns-bank").Create(ctx, cm, metav1.CreateOptions{})
+	_, forbidden["list ConfigMaps in extns-other"] = saKube.CoreV1().ConfigMaps("extns-other").List(ctx, metav1.ListOptions{})
 	_, forbidden["list ConfigMaps everywhere"] = saKube.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
 	for what, err := range forbidden {
 		if !apierrors.IsForbidden(err) {

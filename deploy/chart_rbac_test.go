@@ -377,3 +377,53 @@ func TestChartExternalRefRBAC(t *testing.T) {
 		t.Errorf("got %v, want an error with %q", err, want)
 	}
 }
+
+// TestChartExternalNamespacesRBAC: a reference whose namespace an
+// expression gives is granted get and list in the resource's namespaces
+// and, as externalNamespaces allows, in a Role in each namespace it names
+// and cluster-wide for a glob; a reference whose namespace is written out
+// is granted there only, whatever externalNamespaces says. Without it,
+// nothing beyond the watched namespaces.
+func TestChartExternalNamespacesRBAC(t *testing.T) {
+	ref := func(id string, x map[string]any) map[string]any { return map[string]any{"id": id, "externalRef": x} }
+	g := map[string]any{"apiVersion": "resyncd.io/v1alpha1", "kind": "Graph", "metadata": map[string]any{"name": "ext"},
+		"spec": map[string]any{"resources": []any{
+			ref("db", map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "db", "namespace": "${schema.spec.secretNamespace}"}}),
+			ref("platform", map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "platform", "namespace": "platform-system"}}),
+			map[string]any{"id": "config", "template": map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "${schema.metadata.name}"}}},
+		}}}
+	read := func(group, resource string) rbacv1.PolicyRule {
+		return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{resource}, Verbs: []string{"get", "list"}}
+	}
+	events := rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}}
+	tenant := rules("example.resyncd.io", "webapps", "/configmaps")
+	tenant = slices.Insert(tenant, len(tenant)-1, read("", "secrets"))
+	for _, tc := range []struct {
+		name    string
+		allowed []any
+		cluster []rbacv1.PolicyRule
+		roles   map[string][]rbacv1.PolicyRule
+	}{
+		{"none", nil, nil, map[string][]rbacv1.PolicyRule{"team-a": tenant, "platform-system": {read("", "configmaps"), events}}},
+		{"names and a glob", []any{"bank", "vault-*"}, []rbacv1.PolicyRule{read("", "secrets"), events},
+			map[string][]rbacv1.PolicyRule{"team-a": tenant, "platform-system": {read("", "configmaps"), events}, "bank": {read("", "secrets"), events}}},
+	} {
+		vals := graphValues(g, nil)
+		r := vals["config"].(map[string]any)["resources"].([]any)[0].(map[string]any)
+		r["namespaces"] = []any{"team-a"}
+		if tc.allowed != nil {
+			r["externalNamespaces"] = tc.allowed
+		}
+		got, err := render(t, vals)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		cluster, roles := rbacOf(t, got)
+		if diff := cmp.Diff(tc.cluster, cluster); diff != "" {
+			t.Errorf("%s: ClusterRole rules (-want +got):\n%s", tc.name, diff)
+		}
+		if diff := cmp.Diff(tc.roles, roles); diff != "" {
+			t.Errorf("%s: Role rules by namespace (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}

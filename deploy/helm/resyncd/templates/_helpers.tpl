@@ -327,8 +327,10 @@ need, as a JSON list of {ns, key}: get and list of the kind ("group/resource")
 in namespace ns, "" for every namespace (the ClusterRole). A resource that
 watches every namespace reads everywhere; otherwise a reference reads in its
 literal namespace, or, with none or one given by an expression, in the
-namespaces the resource watches; a selector without a namespace, or a
-cluster-scoped kind, reads cluster-wide. A kind's resource comes from
+namespaces the resource watches; one given by an expression also in each
+namespace the resource's externalNamespaces names, and, for a glob there,
+cluster-wide; a selector without a namespace, or a cluster-scoped kind,
+reads cluster-wide. A kind's resource comes from
 kinds.yaml or rbac.customKinds, as a template's does; never written, so a
 kind resyncd cannot write may be read. Fails, naming the graph and the
 reference, for a kind the chart does not know.
@@ -361,6 +363,11 @@ reference, for a kind the chart does not know.
 {{- $targets = list $ns }}
 {{- else }}
 {{- $targets = $r.namespaces }}
+{{- if contains "${" $ns }}
+{{- range $r.externalNamespaces | default list }}
+{{- if regexMatch "[*?\\[]" . }}{{ $targets = append $targets "" }}{{ else }}{{ $targets = append $targets . }}{{ end }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- range $targets }}{{ $out = append $out (dict "ns" . "key" (printf "%s/%s" $group $resource)) }}{{ end }}
 {{- end }}
