@@ -494,7 +494,10 @@ func TestChartGraphKinds(t *testing.T) {
 
 // TestChartOutsideKinds installs the chart with a graph whose children
 // leave their parent's namespace (testdata/graphs/outside.yaml), its
-// resource allowing one other namespace and cluster-scoped children: passes
+// resource allowing other namespaces by a glob, and cluster-scoped
+// children (the ClusterRole child grants reading a ConfigMap, which the
+// API server lets resyncd grant only while it holds that itself in every
+// namespace, as the glob has the chart grant it): passes
 // as the release's ServiceAccount create the ConfigMap there and the
 // ClusterRole, write nothing once converged, and prune both after the
 // parent is deleted, with only the rules the chart derived; kinds no
@@ -512,7 +515,7 @@ func TestChartOutsideKinds(t *testing.T) {
 		"graphs": map[string]any{"outside.yaml": readYAML("../testdata/graphs/outside.yaml")},
 		"config": map[string]any{"resources": []any{
 			map[string]any{"group": "example.resyncd.io", "version": "v1alpha1", "resource": "webapps", "graph": "outside.yaml",
-				"namespaces": []any{"outside-in"}, "childNamespaces": []any{"outside-shared"}, "clusterScopedChildren": true},
+				"namespaces": []any{"outside-in"}, "childNamespaces": []any{"outside-shared*"}, "clusterScopedChildren": true},
 		}},
 	})
 	saKube := kubernetes.NewForConfigOrDie(sa)
@@ -576,6 +579,104 @@ func TestChartOutsideKinds(t *testing.T) {
 	_, forbidden["list Secrets everywhere"] = saKube.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
 	_, forbidden["list Namespaces"] = saKube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	_, forbidden["list ClusterRoleBindings"] = saKube.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
+	for what, err := range forbidden {
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("%s: got %v, want Forbidden", what, err)
+		}
+	}
+}
+
+// TestChartOutsideNamed installs the chart with a graph that places a
+// Secret in the namespace the parent's spec names, its resource allowing
+// one namespace by name: the chart grants Secrets by Roles in the watched
+// namespace and that one, and nothing cluster-wide; passes as the
+// release's ServiceAccount, which LIST the Secrets in those two namespaces
+// only, create the Secret there, write nothing once converged and prune it
+// after the parent is deleted; a Secret in any other namespace is out of
+// the ServiceAccount's reach.
+func TestChartOutsideNamed(t *testing.T) {
+	ctx := t.Context()
+	fixture.InstallWebApps(t, env.Config)
+	admin := kubernetes.NewForConfigOrDie(env.Config)
+	for _, ns := range []string{"named-system", "named-in", "named-shared", "named-other"} {
+		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := map[string]any{"apiVersion": "resyncd.io/v1alpha1", "kind": "Graph", "metadata": map[string]any{"name": "named"},
+		"spec": map[string]any{"resources": []any{
+			map[string]any{"id": "home", "template": map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+				"metadata": map[string]any{"name": "${schema.metadata.name}-home"}, "data": map[string]any{"image": "${schema.spec.image}"}}},
+			map[string]any{"id": "shared", "template": map[string]any{"apiVersion": "v1", "kind": "Secret",
+				"metadata":   map[string]any{"name": "${schema.metadata.namespace}-${schema.metadata.name}", "namespace": "${schema.spec.tags[0]}"},
+				"stringData": map[string]any{"image": "${schema.spec.image}"}}},
+		}}}
+	cfg, sa := helmInstall(t, "named", "named-system", map[string]any{
+		"graphs": map[string]any{"named.yaml": g},
+		"config": map[string]any{"resources": []any{
+			map[string]any{"group": "example.resyncd.io", "version": "v1alpha1", "resource": "webapps", "graph": "named.yaml",
+				"namespaces": []any{"named-in"}, "childNamespaces": []any{"named-shared"}},
+		}},
+	})
+	saKube := kubernetes.NewForConfigOrDie(sa)
+	fixture.Eventually(t, "the Roles in force", 30*time.Second, func() bool {
+		_, err1 := saKube.CoreV1().Secrets("named-in").List(ctx, metav1.ListOptions{})
+		_, err2 := saKube.CoreV1().Secrets("named-shared").List(ctx, metav1.ListOptions{})
+		return err1 == nil && err2 == nil
+	})
+	res := cfg.Resources[0]
+	g2, err := graph.Load(res.GraphPath(), graph.Options{Schemas: &resolver.ClientDiscoveryResolver{Discovery: discovery.NewDiscoveryClientForConfigOrDie(sa)},
+		Parent: fixture.WebApps.GroupVersion().WithKind("WebApp")})
+	if err != nil {
+		t.Fatalf("the mounted graph, typed as the ServiceAccount: %v", err)
+	}
+	reg := desired.DefaultRegistry()
+	reg[res.RendererKey()] = g2
+	adminDyn := dynamic.NewForConfigOrDie(env.Config)
+	webapp := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.resyncd.io/v1alpha1", "kind": "WebApp",
+		"metadata": map[string]any{"name": "site", "namespace": "named-in"},
+		"spec":     map[string]any{"image": "nginx", "tags": []any{"named-shared"}},
+	}}
+	if _, err := adminDyn.Resource(fixture.WebApps).Namespace("named-in").Create(ctx, webapp, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(engine.SettingsFrom(cfg), engine.Options{REST: sa, Renderers: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass := func() engine.ResourceReport {
+		t.Helper()
+		rep, err := eng.SyncOnce(ctx)
+		if err != nil {
+			t.Fatalf("pass as the ServiceAccount: %v", err)
+		}
+		return rep.Resources[0]
+	}
+	if r := pass(); r.Created != 2 || r.Failed+r.Stalled != 0 {
+		t.Errorf("the first pass: %+v, want 2 created", r)
+	}
+	if r := pass(); r.Created+r.Updated+r.Deleted+r.Statuses+r.Failed+r.Stalled != 0 {
+		t.Errorf("the pass after: %+v, want nothing written", r)
+	}
+	if _, err := admin.CoreV1().Secrets("named-shared").Get(ctx, "named-in-site", metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	}
+	if err := adminDyn.Resource(fixture.WebApps).Namespace("named-in").Delete(ctx, "site", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if r := pass(); r.Deleted != 2 || r.Failed != 0 {
+		t.Errorf("after the parent was deleted: deleted %d, failed %d; want 2, 0", r.Deleted, r.Failed)
+	}
+	if _, err := admin.CoreV1().Secrets("named-shared").Get(ctx, "named-in-site", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the shared Secret after its parent: %v, want deleted", err)
+	}
+	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "planted", Namespace: "named-other"}}
+	forbidden := map[string]error{}
+	_, forbidden["list Secrets everywhere"] = saKube.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
+	_, forbidden["create a Secret in another namespace"] = saKube.CoreV1().Secrets("named-other").Create(ctx, other, metav1.CreateOptions{})
+	_, forbidden["list ConfigMaps in another namespace"] = saKube.CoreV1().ConfigMaps("named-other").List(ctx, metav1.ListOptions{})
+	_, forbidden["list ClusterRoles"] = saKube.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
 	for what, err := range forbidden {
 		if !apierrors.IsForbidden(err) {
 			t.Errorf("%s: got %v, want Forbidden", what, err)

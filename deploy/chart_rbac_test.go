@@ -250,6 +250,85 @@ func TestChartOutsideRBAC(t *testing.T) {
 	}
 }
 
+// TestChartOutsideNamedRBAC: where childNamespaces names namespaces only,
+// the kinds children may leave for them are granted by Roles in those
+// namespaces, as resyncd LISTs them there, and in no other namespace: no
+// -outside ClusterRole for them. A glob among the names, or a resource
+// watching every namespace, keeps the grant cluster-wide.
+func TestChartOutsideNamedRBAC(t *testing.T) {
+	values := func(r map[string]any) map[string]any {
+		base := map[string]any{"group": "example.resyncd.io", "version": "v1alpha1", "resource": "webapps", "graph": "outside.yaml"}
+		maps.Copy(base, r)
+		return map[string]any{"graphs": map[string]any{"outside.yaml": readYAML("../testdata/graphs/outside.yaml")},
+			"config": map[string]any{"resources": []any{base}}}
+	}
+	write := func(group, resource string) rbacv1.PolicyRule {
+		return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{resource}, Verbs: []string{"get", "list", "create", "patch", "delete"}}
+	}
+	got, err := render(t, values(map[string]any{"namespaces": []any{"team-a"}, "childNamespaces": []any{"shared", "platform"}, "clusterScopedChildren": true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]rbacv1.PolicyRule{write("rbac.authorization.k8s.io", "clusterroles")}, outsideRBAC(t, got)); diff != "" {
+		t.Errorf("names: the -outside ClusterRole's rules (-want +got):\n%s", diff)
+	}
+	events := rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}}
+	away := []rbacv1.PolicyRule{write("", "configmaps"), events}
+	cluster, roles := rbacOf(t, got)
+	want := map[string][]rbacv1.PolicyRule{"team-a": rules("example.resyncd.io", "webapps", "/configmaps"), "shared": away, "platform": away}
+	if diff := cmp.Diff(want, roles); cluster != nil || diff != "" {
+		t.Errorf("names: ClusterRole %v; Roles (-want +got):\n%s", cluster, diff)
+	}
+
+	g := readYAML("../testdata/graphs/outside.yaml")
+	spec := g["spec"].(map[string]any)
+	spec["resources"] = spec["resources"].([]any)[:2] // without the ClusterRole
+	for name, r := range map[string]map[string]any{
+		"a glob":          {"namespaces": []any{"team-a"}, "childNamespaces": []any{"shared", "team-*"}},
+		"every namespace": {"childNamespaces": []any{"shared"}},
+	} {
+		vals := values(r)
+		vals["graphs"] = map[string]any{"outside.yaml": g}
+		if got, err = render(t, vals); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if diff := cmp.Diff([]rbacv1.PolicyRule{write("", "configmaps")}, outsideRBAC(t, got)); diff != "" {
+			t.Errorf("%s: the -outside ClusterRole's rules (-want +got):\n%s", name, diff)
+		}
+		if _, roles := rbacOf(t, got); roles["shared"] != nil {
+			t.Errorf("%s: a Role in shared: %v", name, roles["shared"])
+		}
+	}
+}
+
+// TestChartCustomClusterScoped: a custom kind rbac.customKinds marks
+// clusterScoped is treated as Kubernetes' own cluster-scoped kinds: a
+// template of it is refused without clusterScopedChildren, and granted in
+// the -outside ClusterRole, not in the watched namespaces' Roles, with it.
+func TestChartCustomClusterScoped(t *testing.T) {
+	custom := map[string]any{"rbac": map[string]any{"customKinds": []any{
+		map[string]any{"group": "example.com", "kind": "Tenant", "resource": "tenants", "clusterScoped": true}}}}
+	vals := graphValues(oneKind("example.com/v1", "Tenant"), custom)
+	r := vals["config"].(map[string]any)["resources"].([]any)[0].(map[string]any)
+	r["namespaces"] = []any{"team-a"}
+	want := `graphs["g.yaml"] spec.resources[0] (id child): kind Tenant.example.com is cluster-scoped, and config.resources[0] does not set clusterScopedChildren: true`
+	if _, err := render(t, vals); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("without clusterScopedChildren: %v, want an error with %q", err, want)
+	}
+	r["clusterScopedChildren"] = true
+	got, err := render(t, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := rbacv1.PolicyRule{APIGroups: []string{"example.com"}, Resources: []string{"tenants"}, Verbs: []string{"get", "list", "create", "patch", "delete"}}
+	if diff := cmp.Diff([]rbacv1.PolicyRule{write}, outsideRBAC(t, got)); diff != "" {
+		t.Errorf("the -outside ClusterRole's rules (-want +got):\n%s", diff)
+	}
+	if cluster, roles := rbacOf(t, got); cluster != nil || !cmp.Equal(map[string][]rbacv1.PolicyRule{"team-a": rules("example.resyncd.io", "webapps")}, roles) {
+		t.Errorf("ClusterRole %v, Roles %v; want none, and team-a's without the Tenants", cluster, roles)
+	}
+}
+
 // TestChartKindTable: the chart's table of built-in kinds (kinds.yaml)
 // says what the API server says: each kind resyncd can write with the
 // resource the server serves it as, each kind it cannot write (cluster-

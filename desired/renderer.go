@@ -160,8 +160,10 @@ type ChildType struct {
 	Keep []string
 	// Anywhere says children of this namespaced kind may be placed in
 	// another namespace than their parent's. Where the watched resource
-	// allows that (childNamespaces), the engine LISTs the kind in every
-	// namespace; otherwise in the watched ones, as any other.
+	// allows that (childNamespaces), the engine LISTs the kind in the
+	// watched namespaces and the ones childNamespaces names, or in every
+	// namespace when it has a glob; otherwise in the watched ones, as any
+	// other.
 	Anywhere bool
 	// ClusterScoped says the kind is cluster-scoped: its children have no
 	// namespace. The engine LISTs it cluster-wide where the watched

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -258,14 +259,28 @@ func (e *Engine) readChildren(ctx context.Context, rs *resourceState) (map[child
 }
 
 // childNamespaces is where the children of kind ct are LISTed: in the
-// watched namespaces, or, wide, in every namespace — a cluster-scoped
-// kind, and a kind that may be placed in other namespaces where the
-// resource allows that.
+// watched namespaces, or, wide, beyond them — every namespace (namespaces
+// nil) for a cluster-scoped kind and for a kind that may be placed in
+// other namespaces where the resource allows that with a glob; the
+// watched namespaces and the ones named where childNamespaces lists names
+// only, so that Roles in those namespaces are all resyncd needs.
 func childNamespaces(r config.Resource, ct desired.ChildType) (namespaces []string, wide bool) {
-	if ct.ClusterScoped || (ct.Anywhere && len(r.ChildNamespaces) > 0) {
+	if ct.ClusterScoped || (ct.Anywhere && len(r.ChildNamespaces) > 0 && len(r.Namespaces) == 0) {
 		return nil, true
 	}
-	return r.Namespaces, false
+	if !ct.Anywhere || len(r.ChildNamespaces) == 0 {
+		return r.Namespaces, false
+	}
+	namespaces = slices.Clone(r.Namespaces)
+	for _, p := range r.ChildNamespaces {
+		if strings.ContainsAny(p, `*?[\`) {
+			return nil, true // a glob: any namespace may match
+		}
+		if !slices.Contains(namespaces, p) {
+			namespaces = append(namespaces, p)
+		}
+	}
+	return namespaces, true
 }
 
 // watches says whether u, read in every namespace, is the child of a

@@ -197,12 +197,13 @@ The graph templates of config.resources, checked as resyncd checks them:
 every graph named is in .Values.graphs, every template sets apiVersion and
 kind without expressions, no template is of a built-in kind resyncd cannot
 write (kinds.yaml unwritable: create-only, subresources), and a template of
-a cluster-scoped kind (kinds.yaml clusterScoped) only for a resource that
-sets clusterScopedChildren: true. Renders nothing; fails with a message
+a cluster-scoped kind (kinds.yaml clusterScoped, or rbac.customKinds with
+clusterScoped: true) only for a resource that sets clusterScopedChildren:
+true. Renders nothing; fails with a message
 naming the graph, the template and the kind.
 */}}
 {{- define "resyncd.checkGraphs" -}}
-{{- $kinds := .Files.Get "kinds.yaml" | fromYaml }}
+{{- $kinds := include "resyncd.kinds" . | fromYaml }}
 {{- $why := dict
   "cluster-scoped" "is cluster-scoped and read-only"
   "create-only" "takes only create: it is not an object resyncd can apply and keep in sync"
@@ -231,6 +232,19 @@ naming the graph, the template and the kind.
 {{- end }}
 {{- end }}
 {{- end }}
+{{- end }}
+
+{{/*
+kinds.yaml, with the cluster-scoped kinds of rbac.customKinds (clusterScoped:
+true) added to its clusterScoped table: the chart treats those as it treats
+Kubernetes' own.
+*/}}
+{{- define "resyncd.kinds" -}}
+{{- $kinds := .Files.Get "kinds.yaml" | fromYaml }}
+{{- range .Values.rbac.customKinds | default list }}
+{{- if .clusterScoped }}{{ $_ := set $kinds.clusterScoped (printf "%s.%s" .kind .group) .resource }}{{ end }}
+{{- end }}
+{{- toYaml $kinds }}
 {{- end }}
 
 {{/*
@@ -288,14 +302,17 @@ that does not exist, and every write is forbidden).
 
 {{/*
 The child resources, "group/resource", that the resources watched here may
-place outside their parents' namespaces, as JSON: the cluster-scoped kinds
-of a resource with clusterScopedChildren: true, and the kinds of templates
-that set metadata.namespace of a resource with childNamespaces. resyncd
-reads and writes those in every namespace (the ClusterRole
-<release>-outside); nothing else is granted beyond the watched namespaces.
+place outside their parents' namespaces in any namespace, as JSON: the
+cluster-scoped kinds of a resource with clusterScopedChildren: true, and
+the kinds of templates that set metadata.namespace of a resource whose
+childNamespaces has a glob ("team-*", "*"). resyncd reads and writes those
+in every namespace (the ClusterRole <release>-outside). Where
+childNamespaces names namespaces only, resyncd reads those kinds there and
+in the watched namespaces, and Roles grant them (resyncd.outsideGrants);
+nothing else is granted beyond the watched namespaces.
 */}}
 {{- define "resyncd.outsideResources" -}}
-{{- $kinds := .Files.Get "kinds.yaml" | fromYaml }}
+{{- $kinds := include "resyncd.kinds" . | fromYaml }}
 {{- $custom := dict }}
 {{- range .Values.rbac.customKinds | default list }}{{ $_ := set $custom (printf "%s.%s" .kind .group) .resource }}{{ end }}
 {{- $out := dict }}
@@ -311,8 +328,56 @@ reads and writes those in every namespace (the ClusterRole
 {{- $cluster := index $kinds.clusterScoped $gk }}
 {{- if and $cluster $r.clusterScopedChildren }}
 {{- $_ := set $out (printf "%s/%s" $group $cluster) true }}
-{{- else if and (not $cluster) (hasKey (.metadata | default dict) "namespace") $r.childNamespaces }}
+{{- else if and (not $cluster) (hasKey (.metadata | default dict) "namespace") (include "resyncd.childNamespacesGlob" $r) }}
 {{- $_ := set $out (printf "%s/%s" $group (index $kinds.namespaced $gk | default (index $custom $gk))) true }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $out | toJson }}
+{{- end }}
+
+{{/*
+Whether a watched resource's children may leave for a namespace no list
+names: its childNamespaces has a glob, or it watches every namespace (its
+children, wherever they are, are read and granted cluster-wide already).
+*/}}
+{{- define "resyncd.childNamespacesGlob" -}}
+{{- if .childNamespaces }}
+{{- $glob := not .namespaces }}
+{{- range .childNamespaces }}{{ if regexMatch "[*?\\[\\\\]" (toString .) }}{{ $glob = true }}{{ end }}{{ end }}
+{{- if $glob }}true{{ end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The grants of the children that may leave their parents' namespaces for
+namespaces childNamespaces names (no glob), as a JSON list of {ns, key}:
+get, list, create, patch and delete of the kind ("group/resource") of
+each template that sets metadata.namespace, in each of those namespaces,
+by a Role there — resyncd LISTs those kinds in the watched namespaces and
+these, never cluster-wide.
+*/}}
+{{- define "resyncd.outsideGrants" -}}
+{{- $kinds := include "resyncd.kinds" . | fromYaml }}
+{{- $custom := dict }}
+{{- range .Values.rbac.customKinds | default list }}{{ $_ := set $custom (printf "%s.%s" .kind .group) .resource }}{{ end }}
+{{- $out := list }}
+{{- range include "resyncd.resourcesHere" . | fromJsonArray }}
+{{- $r := . }}
+{{- if and $r.childNamespaces (not (include "resyncd.childNamespacesGlob" $r)) }}
+{{- with $r.graph }}
+{{- $file := . }}
+{{- range $j, $res := ((index ($.Values.graphs | default dict) . | default dict).spec | default dict).resources | default list }}
+{{- with $res.template }}
+{{- $gk := include "resyncd.templateKind" (dict "template" . "where" (printf "graphs[%q] spec.resources[%d] (id %s)" $file $j ($res.id | default "?"))) }}
+{{- $group := "" }}
+{{- if contains "/" (toString .apiVersion) }}{{ $group = first (splitList "/" (toString .apiVersion)) }}{{ end }}
+{{- if and (not (index $kinds.clusterScoped $gk)) (hasKey (.metadata | default dict) "namespace") }}
+{{- $key := printf "%s/%s" $group (index $kinds.namespaced $gk | default (index $custom $gk)) }}
+{{- range $r.childNamespaces }}{{ $out = append $out (dict "ns" (toString .) "key" $key) }}{{ end }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -385,7 +450,7 @@ renderers and graphs, Events.
 {{- define "resyncd.rules" -}}
 {{- $seen := dict }}
 {{- $children := dict }}
-{{- $kinds := .root.Files.Get "kinds.yaml" | fromYaml }}
+{{- $kinds := include "resyncd.kinds" .root | fromYaml }}
 {{- range include "resyncd.resourcesHere" .root | fromJsonArray }}
 {{- if or (and (eq $.namespace "") (not .namespaces)) (and $.namespace (has $.namespace (default list .namespaces))) }}
 {{- include "resyncd.childResources" (dict "children" $children "resource" . "graphs" ($.root.Values.graphs | default dict) "kinds" $kinds "customKinds" ($.root.Values.rbac.customKinds | default list)) }}
@@ -400,6 +465,9 @@ renderers and graphs, Events.
   verbs: ["patch"]
 {{- end }}
 {{- end }}
+{{- end }}
+{{- range include "resyncd.outsideGrants" .root | fromJsonArray }}
+{{- if eq .ns $.namespace }}{{ $_ := set $children .key true }}{{ end }}
 {{- end }}
 {{- range $key := keys $children | sortAlpha }}
 {{- $parts := splitList "/" $key }}
