@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,8 +17,11 @@ import (
 // can leave their parent's namespace place their children, and whether r
 // allows it; an error for each template r can only ever refuse: a
 // cluster-scoped kind while clusterScopedChildren is false, or a
-// namespace written out that childNamespaces does not allow. A namespace
-// an expression gives is decided per parent, when it is rendered.
+// namespace written out that childNamespaces does not allow and no
+// watched parent can live in (namespaces is set and leaves it out). A
+// namespace an expression gives, and one written out that only the
+// parents living there may use, are decided per parent, when it is
+// rendered.
 func placements(r config.Resource, g *graph.Renderer) (lines []string, err error) {
 	var errs []error
 	for _, p := range g.Placements() {
@@ -38,6 +42,8 @@ func placements(r config.Resource, g *graph.Renderer) (lines []string, err error
 			verdict = "allowed (childNamespaces)"
 		case len(r.Namespaces) == 1 && r.Namespaces[0] == p.Namespace:
 			verdict = "the parents' own namespace"
+		case len(r.Namespaces) == 0 || slices.Contains(r.Namespaces, p.Namespace):
+			verdict = "allowed for the parents in " + p.Namespace + "; refused for the others (childNamespaces does not allow it)"
 		default:
 			errs = append(errs, fmt.Errorf("%s:%d: %s: %s does not allow children in namespace %s: every one would be refused; "+
 				"add it to childNamespaces of %s, or remove metadata.namespace", r.GraphPath(), p.NamespaceLine, p.Where(), r.Name(), p.Namespace, r.Key()))
@@ -50,12 +56,19 @@ func placements(r config.Resource, g *graph.Renderer) (lines []string, err error
 
 // placementsOffline is placements for r's graph loaded with no cluster:
 // Kubernetes' own cluster-scoped kinds are known, any other is taken as
-// namespaced (validate --kubeconfig asks discovery).
+// namespaced (validate --kubeconfig asks discovery: placementLines of the
+// graph loaded against the cluster).
 func placementsOffline(cfg *config.Config, r config.Resource) ([]string, error) {
 	g, err := graph.Load(r.GraphPath(), celOptions(cfg.CEL))
 	if err != nil {
 		return nil, err
 	}
+	return placementLines(r, g)
+}
+
+// placementLines is placements, with one line for a graph whose children
+// all stay in their parent's namespace.
+func placementLines(r config.Resource, g *graph.Renderer) ([]string, error) {
 	lines, err := placements(r, g)
 	if len(lines) == 0 && err == nil {
 		lines = []string{fmt.Sprintf("%s: every child in its parent's namespace", r.GraphPath())}

@@ -5,6 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/resyncd/resyncd/internal/fixture"
 )
@@ -63,7 +67,7 @@ func TestValidatePlacements(t *testing.T) {
 	}
 
 	literal := strings.Replace(outside, "namespace: ${schema.spec.tags[0]}", "namespace: platform", 1)
-	cfg, _ = placementFiles(t, literal, `, clusterScopedChildren: true`)
+	cfg, _ = placementFiles(t, literal, `, clusterScopedChildren: true, namespaces: [team]`)
 	want := "outside.yaml:27: resources[shared] (ConfigMap): webapps.v1alpha1.example.resyncd.io does not allow children in namespace platform: every one would be refused; add it to childNamespaces of resources[0], or remove metadata.namespace"
 	if out, code := resyncd(t, "validate", "--config", cfg); code != 1 || !strings.Contains(out, want) {
 		t.Errorf("a namespace not allowed, written out: exit %d, want 1 and %q in the output:\n%s", code, want, out)
@@ -71,6 +75,21 @@ func TestValidatePlacements(t *testing.T) {
 	cfg, _ = placementFiles(t, literal, `, childNamespaces: [platform], clusterScopedChildren: true`)
 	if out, code := resyncd(t, "validate", "--config", cfg); code != 0 || !strings.Contains(out, "resources[shared] (ConfigMap): in namespace platform: allowed (childNamespaces)") {
 		t.Errorf("the namespace allowed: exit %d, output:\n%s", code, out)
+	}
+
+	// A namespace written out that the parents living there may use: it
+	// is decided per parent, and the daemon starts.
+	perParent := "outside.yaml:21: resources[shared] (ConfigMap): in namespace platform: allowed for the parents in platform; refused for the others (childNamespaces does not allow it)"
+	for _, extra := range []string{`, clusterScopedChildren: true`, `, clusterScopedChildren: true, namespaces: [team, platform]`} {
+		cfg, kc = placementFiles(t, literal, extra)
+		for _, args := range [][]string{{"validate", "--config", cfg}, {"validate", "--config", cfg, "--kubeconfig", kc}} {
+			if out, code := resyncd(t, args...); code != 0 || !strings.Contains(out, perParent) {
+				t.Errorf("%v, a namespace a parent may live in (%s): exit %d, want 0 and %q in the output:\n%s", args, extra, code, perParent, out)
+			}
+		}
+		if out, code := resyncd(t, "once", "--config", cfg, "--kubeconfig", kc); code != 0 {
+			t.Errorf("once, a namespace a parent may live in (%s): exit %d, output:\n%s", extra, code, out)
+		}
 	}
 
 	cfg, _ = placementFiles(t, readFile(t, "../../docs/examples/webapp.yaml"), "")
@@ -138,5 +157,79 @@ spec:
 		if code != 0 || !strings.Contains(out, tc.want) || !strings.Contains(out, "outside.yaml: every child in its parent's namespace") || strings.Contains(out, "resources[platform]") {
 			t.Errorf("%q: exit %d, want 0, every child in its namespace, and only %q of the reads in the output:\n%s", tc.extra, code, tc.want, out)
 		}
+	}
+}
+
+// TestValidatePlacementsEvery: validate lists the placement errors of
+// every graph, not only the first's, offline and against the API server.
+func TestValidatePlacementsEvery(t *testing.T) {
+	fixture.InstallWebApps(t, env.Config)
+	literal := strings.Replace(readFile(t, "../../testdata/graphs/outside.yaml"), "namespace: ${schema.spec.tags[0]}", "namespace: platform", 1)
+	cfg, kc := placementFiles(t, literal, `, namespaces: [team-a]}
+  - {group: example.resyncd.io, version: v1alpha1, resource: webapps, graph: outside.yaml, namespaces: [team-b], clusterScopedChildren: true`)
+	for _, args := range [][]string{{"validate", "--config", cfg}, {"validate", "--config", cfg, "--kubeconfig", kc}} {
+		out, code := resyncd(t, args...)
+		for _, want := range []string{
+			"outside.yaml:30: resources[reader] (ClusterRole): ClusterRole is cluster-scoped, and webapps.v1alpha1.example.resyncd.io does not allow cluster-scoped children: every one would be refused; set clusterScopedChildren: true on resources[0]",
+			"add it to childNamespaces of resources[0], or remove metadata.namespace",
+			"add it to childNamespaces of resources[1], or remove metadata.namespace",
+		} {
+			if code != 1 || !strings.Contains(out, want) {
+				t.Errorf("%v: exit %d, want 1 and %q in the output:\n%s", args, code, want, out)
+			}
+		}
+	}
+}
+
+// TestValidatePlacementsDiscovery: against the API server, validate says
+// where the templates place their children as the daemon decides it, from
+// discovery: a template of a cluster-scoped custom kind is listed as
+// cluster-scoped (offline, a custom kind is taken as namespaced), and
+// refused without clusterScopedChildren.
+func TestValidatePlacementsDiscovery(t *testing.T) {
+	fixture.InstallWebApps(t, env.Config)
+	dyn := dynamic.NewForConfigOrDie(env.Config)
+	establish(t, dyn, decode(t, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: tenants.placement.resyncd.io}
+spec:
+  group: placement.resyncd.io
+  scope: Cluster
+  names: {plural: tenants, singular: tenant, kind: Tenant, listKind: TenantList}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`))
+	disc := discovery.NewDiscoveryClientForConfigOrDie(env.Config)
+	fixture.Eventually(t, "the OpenAPI schema of Tenant published", 30*time.Second, func() bool {
+		paths, err := disc.OpenAPIV3().Paths()
+		_, ok := paths["apis/placement.resyncd.io/v1"]
+		return err == nil && ok
+	})
+	body := `apiVersion: resyncd.io/v1alpha1
+kind: Graph
+metadata: {name: tenant}
+spec:
+  resources:
+    - id: tenant
+      template:
+        apiVersion: placement.resyncd.io/v1
+        kind: Tenant
+        metadata: {name: "${schema.metadata.namespace}-${schema.metadata.name}"}
+`
+	cfg, kc := placementFiles(t, body, `, clusterScopedChildren: true`)
+	want := "outside.yaml:6: resources[tenant] (Tenant): cluster-scoped: allowed (clusterScopedChildren)"
+	if out, code := resyncd(t, "validate", "--config", cfg, "--kubeconfig", kc); code != 0 || !strings.Contains(out, want) || strings.Contains(out, "every child in its parent's namespace") {
+		t.Errorf("allowed: exit %d, want 0 and %q in the output:\n%s", code, want, out)
+	}
+	if out, code := resyncd(t, "validate", "--config", cfg); code != 0 || !strings.Contains(out, "outside.yaml: every child in its parent's namespace") {
+		t.Errorf("offline: exit %d, want 0 and the Tenant taken as namespaced:\n%s", code, out)
+	}
+	cfg, kc = placementFiles(t, body, "")
+	want = "outside.yaml:6: resources[tenant] (Tenant): Tenant is cluster-scoped, and webapps.v1alpha1.example.resyncd.io does not allow cluster-scoped children"
+	if out, code := resyncd(t, "validate", "--config", cfg, "--kubeconfig", kc); code != 1 || !strings.Contains(out, want) {
+		t.Errorf("refused: exit %d, want 1 and %q in the output:\n%s", code, want, out)
 	}
 }

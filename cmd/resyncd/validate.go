@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/resyncd/resyncd/desired/graph"
 )
 
 func newValidateCommand(g *globals) *cobra.Command {
@@ -28,20 +31,30 @@ func newValidateCommand(g *globals) *cobra.Command {
 				return exitWith(1, err)
 			}
 			graphs := 0
-			var where []string
 			for _, r := range cfg.Resources {
-				if r.Graph == "" {
-					continue
+				if r.Graph != "" {
+					graphs++
 				}
-				graphs++
-				lines, err := placementsOffline(cfg, r)
-				if err != nil {
+			}
+			var where []string
+			how := "graphs checked offline; pass --kubeconfig to type-check them against a cluster"
+			online := g.kubeconfig != "" || os.Getenv("KUBECONFIG") != ""
+			if !online {
+				// Offline, which kinds are cluster-scoped is Kubernetes'
+				// own list; against a cluster, its discovery says (below).
+				var errs []error
+				for _, r := range cfg.Resources {
+					if r.Graph == "" {
+						continue
+					}
+					lines, err := placementsOffline(cfg, r)
+					errs = append(errs, err)
+					where = append(where, lines...)
+				}
+				if err := errors.Join(errs...); err != nil {
 					return exitWith(1, err)
 				}
-				where = append(where, lines...)
-			}
-			how := "graphs checked offline; pass --kubeconfig to type-check them against a cluster"
-			if g.kubeconfig != "" || os.Getenv("KUBECONFIG") != "" {
+			} else {
 				p, err := g.prepare()
 				if err != nil {
 					return exitWith(exitCodeOf(err, 1), err)
@@ -58,6 +71,7 @@ func newValidateCommand(g *globals) *cobra.Command {
 					return exitWith(exitCodeOf(err, 1), err)
 				}
 				how = "every resource served by " + strings.Join(servers, ", ") + ", graphs type-checked against its schemas"
+				where = onlinePlacements(p.targets)
 			}
 			if graphs == 0 {
 				how = "no graph"
@@ -73,4 +87,27 @@ func newValidateCommand(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// onlinePlacements is what validate says of the placements of the graphs
+// of every cluster, each line once, with the graphs as loaded against
+// that cluster: its discovery says which kinds are cluster-scoped. Their
+// errors were reported when the graphs were loaded.
+func onlinePlacements(targets []*target) []string {
+	var where []string
+	for _, t := range targets {
+		for _, r := range t.resources {
+			g, ok := t.renderers[r.RendererKey()].(*graph.Renderer)
+			if r.Graph == "" || !ok {
+				continue
+			}
+			lines, _ := placementLines(r, g)
+			for _, l := range lines {
+				if !slices.Contains(where, l) {
+					where = append(where, l)
+				}
+			}
+		}
+	}
+	return where
 }
