@@ -190,7 +190,7 @@ func read(path string, data []byte, ps *problems) *file {
 	}
 	res := sf["resources"]
 	switch {
-	case res != nil && res.Kind != yaml.SequenceNode && !(res.Kind == yaml.ScalarNode && res.Tag == "!!null"):
+	case res != nil && res.Kind != yaml.SequenceNode && (res.Kind != yaml.ScalarNode || res.Tag != "!!null"):
 		ps.add(res.Line, "spec.resources", "must be a list of resources")
 		return f
 	case res == nil || len(res.Content) == 0:
