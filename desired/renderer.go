@@ -188,7 +188,7 @@ type Graph struct {
 	// need fields of other children that do not exist yet: a later pass
 	// renders them. Until then the engine writes none of them and prunes
 	// no child of their kinds (or, of one whose Name is known, no child of
-	// that name).
+	// that name, in its Namespace where that is known).
 	Waiting []Waiting
 	// Refs lists, for the child at the same index of Children, the
 	// indices of the earlier children it refers to — by name, as a
@@ -219,6 +219,10 @@ type Waiting struct {
 	// child of this name: the others of its kind that the parent no longer
 	// renders are pruned. Empty: its name waits too.
 	Name string
+	// Namespace, when the renderer knows it already, narrows that further
+	// to the child of this name in this namespace. Empty: any namespace
+	// (its namespace waits too, or the kind is cluster-scoped).
+	Namespace string
 	// Reason is one CamelCase word, for the Reconciling condition, that
 	// names what it waits for, such as WaitingForConfig.
 	Reason string

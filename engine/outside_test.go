@@ -29,16 +29,22 @@ const outsideGraph = "../testdata/graphs/outside.yaml"
 // allow lets children be placed.
 func outsideHarness(t *testing.T, ns string, allow func(*config.Resource)) *harness {
 	t.Helper()
+	return placedHarness(t, ns, outsideGraph, allow)
+}
+
+// placedHarness is outsideHarness with the graph file at path.
+func placedHarness(t *testing.T, ns, path string, allow func(*config.Resource)) *harness {
+	t.Helper()
 	fixture.InstallWebApps(t, env.Config)
 	disc := discovery.NewDiscoveryClientForConfigOrDie(env.Config)
-	g, err := graph.Load(outsideGraph, graph.Options{Schemas: &resolver.ClientDiscoveryResolver{Discovery: disc},
+	g, err := graph.Load(path, graph.Options{Schemas: &resolver.ClientDiscoveryResolver{Discovery: disc},
 		Parent: fixture.WebApps.GroupVersion().WithKind("WebApp")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := testConfig(ns)
 	r := cfg.Resources[0]
-	r.Group, r.Version, r.Resource, r.Renderer, r.Graph = fixture.WebApps.Group, fixture.WebApps.Version, fixture.WebApps.Resource, "", outsideGraph
+	r.Group, r.Version, r.Resource, r.Renderer, r.Graph = fixture.WebApps.Group, fixture.WebApps.Version, fixture.WebApps.Resource, "", path
 	allow(&r)
 	cfg.Resources = []config.Resource{r}
 	reg := desired.DefaultRegistry()

@@ -494,11 +494,11 @@ func (e *Engine) idle(rs *resourceState, j *job) bool {
 }
 
 // waits says whether k may be a child that waits for another: one of its
-// kind whose name is k's or not known yet. Such a child is not pruned,
-// since the one that waits may be it.
+// kind whose name and namespace are k's or not known yet. Such a child is
+// not pruned, since the one that waits may be it.
 func (j *job) waits(k childKey) bool {
 	for _, w := range j.waiting {
-		if w.Group == k.Group && w.Kind == k.Kind && (w.Name == "" || w.Name == k.Name) {
+		if w.Group == k.Group && w.Kind == k.Kind && (w.Name == "" || w.Name == k.Name) && (w.Namespace == "" || w.Namespace == k.Namespace) {
 			return true
 		}
 	}

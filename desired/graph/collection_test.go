@@ -58,7 +58,7 @@ func TestCollectionCartesian(t *testing.T) {
 			t.Errorf("item %d data (-want +got):\n%s", i, diff)
 		}
 	}
-	wantWaiting := []desired.Waiting{{ID: "summary", Kind: "ConfigMap", Name: "demo-summary", Reason: "WaitingForConfigs",
+	wantWaiting := []desired.Waiting{{ID: "summary", Kind: "ConfigMap", Name: "demo-summary", Namespace: "team", Reason: "WaitingForConfigs",
 		Message: "summary waits for configs: 4 of its 4 items do not exist yet, the first ConfigMap team/demo-eu-web"}}
 	if diff := cmp.Diff(wantWaiting, g.Waiting); diff != "" {
 		t.Errorf("waiting (-want +got):\n%s", diff)

@@ -326,26 +326,48 @@ func (ev *evaluation) wait(res *resource, dep, why string) {
 	}
 	if !res.collection() {
 		// Every item of a waiting collection waits, their names unknown.
-		w.Name = ev.nameOf(res)
+		w.Namespace, w.Name = ev.placeOf(res)
 	}
 	ev.waits[res.id] = w
 }
 
-// nameOf is the name of res, if it can be known without what res waits
-// for; "" otherwise.
-func (ev *evaluation) nameOf(res *resource) string {
+// placeOf is the namespace and name of res, each if it can be known
+// without what res waits for; "" otherwise (and the namespace of a
+// cluster-scoped kind). The namespace is the template's, or the parent's
+// when the template gives none, as place has it.
+func (ev *evaluation) placeOf(res *resource) (namespace, name string) {
+	md, _ := res.template.value.(map[string]any)["metadata"].(map[string]any)
+	name, _ = md["name"].(string)
+	namespace, _ = md["namespace"].(string)
+	nsKnown := !strings.Contains(namespace, "${")
 	for _, s := range res.template.slots {
-		if s.name {
-			v, dep, err := ev.fill(s)
-			if name, ok := v.(string); ok && dep == "" && err == nil {
-				return name
-			}
-			return ""
+		if s.field == identityNone {
+			continue
+		}
+		v, dep, err := ev.fill(s)
+		got, ok := v.(string)
+		ok = ok && dep == "" && err == nil
+		switch {
+		case s.field == identityName && ok:
+			name = got
+		case s.field == identityName:
+			name = ""
+		case ok:
+			namespace, nsKnown = got, true
+		default:
+			// An expression that gives no string (null, omit()) leaves the
+			// child in its parent's namespace; one that waits tells nothing.
+			_, omitted := v.(omit)
+			namespace, nsKnown = "", err == nil && dep == "" && (v == nil || omitted)
 		}
 	}
-	md, _ := res.template.value.(map[string]any)["metadata"].(map[string]any)
-	name, _ := md["name"].(string)
-	return name
+	switch {
+	case res.clusterScoped || !nsKnown:
+		namespace = ""
+	case namespace == "":
+		namespace = ev.parentNS
+	}
+	return namespace, name
 }
 
 // absent says why resource id has no live object to refer to.

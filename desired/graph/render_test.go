@@ -49,7 +49,7 @@ func TestRenderWaitsForLiveFields(t *testing.T) {
 	if diff := cmp.Diff([]string{"ConfigMap/shop-config", "Service/shop"}, kinds(g)); diff != "" {
 		t.Errorf("first pass (-want +got):\n%s", diff)
 	}
-	want := []desired.Waiting{{ID: "deployment", Group: "apps", Kind: "Deployment", Name: "shop", Reason: "WaitingForConfig",
+	want := []desired.Waiting{{ID: "deployment", Group: "apps", Kind: "Deployment", Name: "shop", Namespace: "team", Reason: "WaitingForConfig",
 		Message: "deployment waits for config: ConfigMap team/shop-config does not exist yet"}}
 	if diff := cmp.Diff(want, g.Waiting); diff != "" {
 		t.Errorf("waiting (-want +got):\n%s", diff)
@@ -278,3 +278,48 @@ var (
 	configMapsGVR   = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	clusterRolesGVR = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}
 )
+
+// TestRenderWaitingPlace: a waiting child is named by its metadata.name
+// and placed in its metadata.namespace, whichever the template writes
+// first, so that the engine keeps that child alone from being pruned; a
+// namespace that waits too is left empty (any), one not written is the
+// parent's.
+func TestRenderWaitingPlace(t *testing.T) {
+	parent := webApp(t, `{"image": "nginx", "tags": ["shared-a"]}`)
+	graph := func(metadata string) *Renderer {
+		t.Helper()
+		r, err := Parse("waits.yaml", []byte(`{apiVersion: resyncd.io/v1alpha1, kind: Graph, metadata: {name: w}, spec: {resources: [
+  {id: config, template: {apiVersion: v1, kind: ConfigMap, metadata: {name: cfg}, data: {ns: x}}},
+  {id: web, template: {apiVersion: v1, kind: ConfigMap, metadata: `+metadata+`, data: {image: "${config.data.ns}"}}}]}}`), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name, metadata  string
+		namespace, want string
+	}{
+		{"literal name after an expression namespace", `{namespace: "${schema.spec.tags[0]}", name: web}`, "shared-a", "web"},
+		{"expression name after an expression namespace", `{namespace: "${schema.spec.tags[0]}", name: "${schema.metadata.name}-web"}`, "shared-a", "shop-web"},
+		{"literal namespace", `{namespace: other, name: web}`, "other", "web"},
+		{"no namespace", `{name: web}`, "team", "web"},
+		{"a namespace that waits too", `{namespace: "${config.data.ns}", name: web}`, "", "web"},
+		{"a name that waits too", `{namespace: other, name: "${config.data.ns}"}`, "other", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := graph(tc.metadata).Render(parent, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(g.Waiting) != 1 || g.Waiting[0].Namespace != tc.namespace || g.Waiting[0].Name != tc.want {
+				t.Errorf("waiting %+v, want web waiting as %q in %q", g.Waiting, tc.want, tc.namespace)
+			}
+		})
+	}
+	r := load(t, "../../testdata/graphs/waits-outside.yaml", Options{})
+	g, err := r.Render(parent, nil)
+	if err != nil || len(g.Waiting) != 1 || g.Waiting[0].Namespace != "shared-a" || g.Waiting[0].Name != "shop-web" {
+		t.Errorf("waits-outside.yaml: waiting %+v, err %v; want shared-a/shop-web", g.Waiting, err)
+	}
+}

@@ -25,9 +25,21 @@ type slot struct {
 	line  int
 	parts []part
 	// name says the string is the template's metadata.name or
-	// metadata.namespace: what identifies the object.
-	name bool
+	// metadata.namespace: what identifies the object, evaluated on its
+	// own when only that is needed; field says which of the two.
+	name  bool
+	field identity
 }
+
+// identity is the field of a template's metadata that a slot fills, if
+// it is one of those that identify the object.
+type identity int
+
+const (
+	identityNone identity = iota
+	identityName
+	identityNamespace
+)
 
 // standalone says the string is one expression and nothing else: the
 // value keeps the expression's type.
@@ -85,7 +97,13 @@ func (t *tmpl) walk(n *yaml.Node, path []any, where string, ps *problems) any {
 			ps.add(n.Line, where, "%v", err)
 			return x
 		}
-		s := &slot{path: path, where: where, line: n.Line, parts: parts, name: pathString(path) == "metadata.name" || pathString(path) == "metadata.namespace"}
+		s := &slot{path: path, where: where, line: n.Line, parts: parts}
+		switch pathString(path) {
+		case "metadata.name":
+			s.name, s.field = true, identityName
+		case "metadata.namespace":
+			s.name, s.field = true, identityNamespace
+		}
 		for _, p := range parts {
 			if p.expr != nil {
 				p.expr.line, p.expr.where = n.Line, where
