@@ -145,18 +145,18 @@ func (e *Engine) runJob(ctx context.Context, r *run, j *job) {
 	}()
 	// taken are the children found someone else's as they were created,
 	// and those not written because they refer to one.
-	taken := map[childKey]bool{}
+	taken := map[childKey]blockage{}
 	for _, o := range j.ops {
 		if b := blockedBy(o.desired, o.needs, taken); b != nil {
-			taken[o.key] = true
-			j.taken = append(j.taken, refersToTaken(o.key, *b))
+			taken[o.key] = blockage{reason: ReasonNameTaken, dependent: true}
+			j.taken = append(j.taken, refersToBlocked(o.key, *b, taken[*b]))
 			continue
 		}
 		if !e.admit(r, j, o) {
 			continue
 		}
 		if errors.Is(e.write(ctx, r, j, o), errTaken) {
-			taken[o.key] = true
+			taken[o.key] = blockage{reason: ReasonNameTaken}
 		}
 	}
 	if j.parent != nil {
@@ -164,6 +164,12 @@ func (e *Engine) runJob(ctx context.Context, r *run, j *job) {
 		e.recordFights(j)
 	}
 	for _, o := range j.prunes {
+		if o.unrendered && len(taken) > 0 {
+			// A name found taken as it was created holds the pruning of
+			// what the parent no longer renders, as one found in the plan
+			// does; the next pass plans it again.
+			continue
+		}
 		if !e.admit(r, j, o) {
 			continue
 		}

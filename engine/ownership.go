@@ -234,17 +234,25 @@ func (e *Engine) create(ctx context.Context, r *run, j *job, o *op) (*unstructur
 	}
 }
 
+// blockage is why a child is not written: the Stalled reason of the
+// child at the root (ReasonNameTaken, or a refusal's), and whether it is
+// not that child but one that refers to it.
+type blockage struct {
+	reason    string
+	dependent bool
+}
+
 // blockedBy returns the child of blocked that d refers to, or nil: one of
 // its needs (the references its renderer declares), or an object that d
 // names by kind and name anywhere in its content, as a
 // HorizontalPodAutoscaler's scaleTargetRef does — a template may spell a
 // name out rather than refer to the child that has it.
-func blockedBy(d *unstructured.Unstructured, needs []childKey, blocked map[childKey]bool) *childKey {
+func blockedBy(d *unstructured.Unstructured, needs []childKey, blocked map[childKey]blockage) *childKey {
 	if len(blocked) == 0 {
 		return nil
 	}
 	for i := range needs {
-		if blocked[needs[i]] {
+		if _, ok := blocked[needs[i]]; ok {
 			return &needs[i]
 		}
 	}
@@ -285,9 +293,21 @@ func namesObject(v any, k childKey) bool {
 	return false
 }
 
-// refersToTaken says, for the Stalled condition, why k is not written.
-func refersToTaken(k, taken childKey) string {
-	return fmt.Sprintf("%s is not written either: it refers to %s, which is not resyncd's", k, taken)
+// refersToBlocked says, for the Stalled condition, why k is not written:
+// it refers to b, which is not written for why.
+func refersToBlocked(k, b childKey, why blockage) string {
+	var what string
+	switch {
+	case why.dependent:
+		what = "which is not written either"
+	case why.reason == ReasonNamespaceNotAllowed:
+		what = "whose namespace this resource does not allow children in"
+	case why.reason == ReasonClusterScopedNotAllowed:
+		what = "which is cluster-scoped, and this resource does not allow cluster-scoped children"
+	default:
+		what = "which is not resyncd's"
+	}
+	return fmt.Sprintf("%s is not written either: it refers to %s, %s", k, b, what)
 }
 
 // bookTaken records that c's name, which j's parent renders, is taken.

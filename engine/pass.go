@@ -94,6 +94,9 @@ type op struct {
 	// (desired.Graph.Refs): if one of them turns out to be someone else's,
 	// this one is not written either.
 	needs []childKey
+	// unrendered: a prune of a child the parent no longer renders, held
+	// if a create of the job finds a name taken.
+	unrendered bool
 }
 
 // job is the work for one parent — its child writes in graph order, its
@@ -117,6 +120,9 @@ type job struct {
 	external []desired.External
 	failure  *desired.Failure
 	taken    []string // why each child whose name is someone else's is not written
+	// actsOnTaken are the children not written because they refer to an
+	// object of someone else's: one made before is pruned all the same.
+	actsOnTaken []childKey
 	// refused are the children not written because they would be outside
 	// the parent's namespace where the watched resource does not allow it.
 	refused []desired.Failure
@@ -355,16 +361,7 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 		sort.Slice(mine, func(a, b int) bool { return mine[a].key.less(mine[b].key) })
 		j := e.planParent(rs, p, children, mine, claimed, seenDrift, now, rep, ext)
 		j.statusFields = statusFields
-		if j.failure == nil {
-			// Children it no longer renders, for example the
-			// HorizontalPodAutoscaler after autoscaling is switched off;
-			// not those of a kind whose child waits for another.
-			for _, c := range mine {
-				if !claimed[c.key] && (c.controlledBy(rs.parentGVK) || c.unowned()) && !j.waits(c.key) {
-					e.planPrune(rs, j, c, seenDrift, now, rep)
-				}
-			}
-		}
+		e.planUnrendered(rs, j, mine, claimed, seenDrift, now, rep)
 		if !e.idle(rs, j) {
 			jobs = append(jobs, j)
 		} else if e.cfg.DriftCheck != config.DriftCheckServer && !e.keepFields && len(j.taken)+len(j.held)+len(j.refused) == 0 {
@@ -479,6 +476,35 @@ func (e *Engine) planPrune(rs *resourceState, j *job, c *liveChild, seenDrift ma
 	j.prunes = append(j.prunes, &op{kind: kind, key: c.key, gvr: c.gvr, live: c})
 }
 
+// planUnrendered prunes the children of j's parent that it no longer
+// renders, for example the HorizontalPodAutoscaler after autoscaling is
+// switched off; not one that may be a child waiting for another. While
+// the parent fails, or has a child refused or a name taken, none is
+// pruned: a typo in a tenant's spec deletes no more than an invalid spec
+// would. Only a child held back because it refers to an object that is
+// not resyncd's is pruned then, rather than left acting on it.
+func (e *Engine) planUnrendered(rs *resourceState, j *job, mine []*liveChild, claimed map[childKey]bool,
+	seenDrift map[childKey]driftRecord, now time.Time, rep *ResourceReport) {
+	if j.failure != nil {
+		return
+	}
+	held := len(j.refused)+len(j.taken) > 0
+	for _, c := range mine {
+		if claimed[c.key] || !(c.controlledBy(rs.parentGVK) || c.unowned()) || j.waits(c.key) {
+			continue
+		}
+		actsOnTaken := slices.Contains(j.actsOnTaken, c.key)
+		if held && !actsOnTaken {
+			continue
+		}
+		n := len(j.prunes)
+		e.planPrune(rs, j, c, seenDrift, now, rep)
+		if len(j.prunes) > n && !actsOnTaken {
+			j.prunes[n].unrendered = true
+		}
+	}
+}
+
 // idle says whether j has nothing to do: no write, no check, nothing
 // pending or failed, and a status that would not change.
 func (e *Engine) idle(rs *resourceState, j *job) bool {
@@ -563,9 +589,9 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 	for i, d := range g.Children {
 		keys[i] = keyOf(d)
 	}
-	// blocked are the children not written because their names are taken,
-	// and those that refer to one of them.
-	blocked := map[childKey]bool{}
+	// blocked are the children not written because their names are taken
+	// or they are refused, and those that refer to one of them.
+	blocked := map[childKey]blockage{}
 	for i, d := range g.Children {
 		k := keys[i]
 		var needs []childKey
@@ -576,7 +602,7 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 			if refusal := refuse(rs, k, p); refusal != nil {
 				// Never written, as a taken name is not; what refers to it
 				// is not written either.
-				blocked[k] = true
+				blocked[k] = blockage{reason: refusal.Reason}
 				rep.count(k.Kind, stateTaken)
 				j.refused = append(j.refused, *refusal)
 				continue
@@ -584,9 +610,14 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 		}
 		if b := blockedBy(d, needs, blocked); b != nil {
 			// Left unclaimed: a child of the parent's own of this name, made
-			// before, is pruned rather than left acting on someone else's.
-			blocked[k] = true
-			j.taken = append(j.taken, refersToTaken(k, *b))
+			// before, is pruned rather than left acting on someone else's;
+			// one that refers to a refused child is kept as it is.
+			why := blocked[*b]
+			blocked[k] = blockage{reason: why.reason, dependent: true}
+			j.taken = append(j.taken, refersToBlocked(k, *b, why))
+			if why.reason == ReasonNameTaken {
+				j.actsOnTaken = append(j.actsOnTaken, k)
+			}
 			continue
 		}
 		claimed[k] = true
@@ -620,7 +651,7 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 			j.ops = append(j.ops, &op{kind: OpCreate, key: k, gvr: gvr, desired: e.kept(d), fp: fp, lookFirst: rs.wasTaken(k), needs: needs})
 		case verdict == claimTaken:
 			delete(claimed, k) // an orphan of a deleted parent is still pruned
-			blocked[k] = true
+			blocked[k] = blockage{reason: ReasonNameTaken}
 			rep.count(k.Kind, stateTaken)
 			j.taken = append(j.taken, takenMessage(live, p, rs.parentGVK.GroupKind()))
 			continue
@@ -631,7 +662,7 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 			// Left by an earlier parent of the same name, and resyncd may
 			// not delete it: the parent cannot have its own until someone does.
 			delete(claimed, k)
-			blocked[k] = true
+			blocked[k] = blockage{reason: ReasonNameTaken}
 			rep.count(k.Kind, stateOrphaned)
 			j.taken = append(j.taken, fmt.Sprintf("%s was made for an earlier parent of this name; prune is off for this resource, so resyncd does not delete it: delete it to let this parent have its own", k))
 			continue

@@ -158,6 +158,11 @@ func TestPlan(t *testing.T) {
 			}
 		}
 	}
+	scaledSpec := func() map[string]any {
+		return map[string]any{"image": "nginx:1", "port": int64(8080), "replicas": int64(1),
+			"resources":   map[string]any{"requests": map[string]any{"cpu": "100m"}},
+			"autoscaling": map[string]any{"minReplicas": int64(1), "maxReplicas": int64(3)}}
+	}
 	yes := true
 	tests := []struct {
 		name string
@@ -192,6 +197,22 @@ func TestPlan(t *testing.T) {
 				}
 			})
 		}, []string{"web: taken Service/shop/web"}},
+		{"a name taken holds the pruning of what it no longer renders", func(t *testing.T, e *Engine) ([]*unstructured.Unstructured, []*unstructured.Unstructured) {
+			scaled := planParentObject("web", scaledSpec(), nil)
+			return []*unstructured.Unstructured{planParentObject("web", spec(0), nil)}, liveChildren(t, e, scaled, func(kind string, u *unstructured.Unstructured) {
+				if kind == "Service" {
+					u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "other", UID: "uid-other", Controller: &yes}})
+				}
+			})
+		}, []string{"web: update Deployment/shop/web, taken Service/shop/web"}},
+		{"what refers to a taken name is pruned all the same", func(t *testing.T, e *Engine) ([]*unstructured.Unstructured, []*unstructured.Unstructured) {
+			p := planParentObject("web", scaledSpec(), nil)
+			return []*unstructured.Unstructured{p}, liveChildren(t, e, p, func(kind string, u *unstructured.Unstructured) {
+				if kind == "Deployment" {
+					u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "other", UID: "uid-other", Controller: &yes}})
+				}
+			})
+		}, []string{"web: delete HorizontalPodAutoscaler/shop/web, taken Deployment/shop/web, taken HorizontalPodAutoscaler/shop/web is not written either: it refers to Deployment/shop/web, which is not resyncd's"}},
 		{"an earlier parent of the name: replaced", func(t *testing.T, e *Engine) ([]*unstructured.Unstructured, []*unstructured.Unstructured) {
 			old := planParentObject("web", spec(0), nil)
 			old.SetUID("uid-web-before")
