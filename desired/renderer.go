@@ -76,6 +76,20 @@ const (
 	Disabled = "disabled"
 )
 
+// AnnotationCreated is the annotation, set to CreatedValue by resyncd
+// alone, that marks a child resyncd created outside its parent's
+// namespace, where no ownerReference can say so: such a child, while it
+// carries the annotation as set by resyncd's field manager, is deleted
+// when no parent wants it any more; any other child without an
+// ownerReference (one handed over, one whose annotation was removed) is
+// released. The engine sets it in the create, and keeps it in later
+// applies only while the live object has it.
+const (
+	AnnotationCreated = "resyncd.io/created"
+	// CreatedValue is AnnotationCreated's value.
+	CreatedValue = "true"
+)
+
 // ChildSelector is the label selector of the children of parents of gk:
 // what a pass LISTs, so that the children of another watched kind are
 // never read.

@@ -137,7 +137,9 @@ type syncedChild struct {
 
 // memoEntry is what reducing a child at one version found.
 type memoEntry struct {
-	owned              bool
+	owned bool
+	// created: resyncd's field manager set desired.AnnotationCreated.
+	created            bool
 	fingerprint, whole fingerprint
 }
 

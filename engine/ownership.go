@@ -184,9 +184,13 @@ var errTaken = errors.New("name taken")
 // LIST, or one handed over with resyncd.io/adopt), it is applied as
 // usual; otherwise the name is booked as taken, and nothing is written.
 // When an earlier pass found the name taken, the object is read first,
-// so that a taken name costs one read a pass and no refused write.
+// so that a taken name costs one read a pass and no refused write. A
+// child outside the parent's namespace is created with
+// desired.AnnotationCreated, which an existing object keeps only if it
+// has it already.
 func (e *Engine) create(ctx context.Context, r *run, j *job, o *op) (*unstructured.Unstructured, error) {
 	createOnlyRetriable := func(err error) bool { return isTransient(err) && !apierrors.IsConflict(err) }
+	markCreated(o.desired, desired.Outside(o.desired, j.parent))
 	for try := 0; ; try++ {
 		if !o.lookFirst || try > 0 {
 			var result *unstructured.Unstructured
@@ -219,6 +223,12 @@ func (e *Engine) create(ctx context.Context, r *run, j *job, o *op) (*unstructur
 		if c.unowned() {
 			withoutOwnerReference(o.desired, j.parent)
 		}
+		fields, _, err := e.owner.owned(u)
+		if err != nil {
+			return nil, err
+		}
+		c.created = createdIn(fields)
+		markCreated(o.desired, c.created)
 		// The parent's own child that the LIST did not select (made by a
 		// release before the parent-kind label, or since the LIST), or one
 		// handed over: an update of the object as it is now.

@@ -88,8 +88,10 @@ type op struct {
 	// the object is read before anything is written.
 	lookFirst bool
 	// unowned: the live object carries no controller ownerReference
-	// (liveChild.unowned), so the desired one is applied without one.
-	unowned bool
+	// (liveChild.unowned), so the desired one is applied without one;
+	// created: it carries desired.AnnotationCreated, which the desired one
+	// keeps.
+	unowned, created bool
 	// needs are the children the desired object refers to
 	// (desired.Graph.Refs): if one of them turns out to be someone else's,
 	// this one is not written either.
@@ -631,6 +633,10 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 		if unowned {
 			withoutOwnerReference(d, p)
 		}
+		created := live != nil && verdict == claimMine && live.created
+		if created {
+			markCreated(d, true)
+		}
 		norm, err := e.owner.normalize(d)
 		var fp fingerprint
 		if err == nil {
@@ -677,14 +683,14 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 		case e.cfg.DriftCheck == config.DriftCheckServer, mismatch && (e.readOnly || j.withheld != ""):
 			// Settled by a dry-run in checkOnServer, and counted there: in
 			// server mode always; otherwise when no write may settle it.
-			j.checks = append(j.checks, &op{kind: OpUpdate, key: k, gvr: gvr, desired: e.kept(d), fp: fp, live: live, norm: e.keptNorm(norm), unowned: unowned})
+			j.checks = append(j.checks, &op{kind: OpUpdate, key: k, gvr: gvr, desired: e.kept(d), fp: fp, live: live, norm: e.keptNorm(norm), unowned: unowned, created: created})
 			j.children = append(j.children, live)
 			continue
 		case mismatch:
 			rep.count(k.Kind, stateDrifted)
 			e.countDrift(rs, k.Kind, reasonChanged)
 			e.noteDrift(rep, Drift{Object: k.String(), Reason: reasonChanged, Live: e.liveFields(live, d), Desired: norm})
-			j.ops = append(j.ops, &op{kind: OpUpdate, key: k, gvr: gvr, desired: e.kept(d), fp: fp, live: live, needs: needs, unowned: unowned})
+			j.ops = append(j.ops, &op{kind: OpUpdate, key: k, gvr: gvr, desired: e.kept(d), fp: fp, live: live, needs: needs, unowned: unowned, created: created})
 			j.children = append(j.children, live)
 			if nextDrift(rs, k, now).fights == fightPasses-1 {
 				j.fights = append(j.fights, k)
@@ -766,6 +772,9 @@ func (e *Engine) materialize(rs *resourceState, j *job) error {
 		}
 		if o.unowned {
 			withoutOwnerReference(o.desired, j.parent)
+		}
+		if o.created {
+			markCreated(o.desired, true)
 		}
 	}
 	return nil

@@ -12,11 +12,12 @@ import (
 )
 
 // release lets go of o's child, which carries resyncd.io/prune: disabled,
-// instead of deleting it: it removes the labels that make it resyncd's,
-// its controller ownerReference to the parent (so the garbage collector
-// does not delete it either), and resyncd's field ownership, leaving every
-// value in place. The object is read first, and the patch carries the
-// resourceVersion read, so that nothing written since is undone.
+// instead of deleting it: it removes the labels that make it resyncd's
+// (and desired.AnnotationCreated), its controller ownerReference to the
+// parent (so the garbage collector does not delete it either), and
+// resyncd's field ownership, leaving every value in place. The object is
+// read first, and the patch carries the resourceVersion read, so that
+// nothing written since is undone.
 func (e *Engine) release(ctx context.Context, o *op) error {
 	return e.paced(ctx, isTransient, func() error {
 		u, err := e.writer.get(ctx, o.gvr, o.key.Kind, o.key.Namespace, o.key.Name)
@@ -47,6 +48,9 @@ func releasePatch(u *unstructured.Unstructured, manager string, live *liveChild)
 		if _, ok := u.GetLabels()[l]; ok {
 			ops = append(ops, jsonPatchOp{Op: "remove", Path: "/metadata/labels/" + escapePointer(l)})
 		}
+	}
+	if _, ok := u.GetAnnotations()[desired.AnnotationCreated]; ok {
+		ops = append(ops, jsonPatchOp{Op: "remove", Path: "/metadata/annotations/" + escapePointer(desired.AnnotationCreated)})
 	}
 	refs := []metav1.OwnerReference{}
 	for _, ref := range u.GetOwnerReferences() {

@@ -70,9 +70,11 @@ type liveChild struct {
 	// managers are its field managers, read only for an object that is not
 	// resyncd's, to say whose it is.
 	managers []string
-	// owned is set when resyncd's field manager applied fields to it.
-	owned       bool
-	fingerprint fingerprint
+	// owned is set when resyncd's field manager applied fields to it;
+	// created when one of them is desired.AnnotationCreated, which resyncd
+	// sets on the children it creates outside their parent's namespace.
+	owned, created bool
+	fingerprint    fingerprint
 	// whole fingerprints the object as driftCheck server compares it with
 	// a dry-run's result; set only in that mode.
 	whole fingerprint
@@ -100,10 +102,13 @@ func (c *liveChild) parentNS() string {
 }
 
 // madeOutside says resyncd made c outside its parent's namespace: deleted,
-// not released, when no parent wants it. One handed over with
-// resyncd.io/adopt is released, wherever it lives.
+// not released, when no parent wants it. It carries
+// desired.AnnotationCreated as resyncd's own field: one handed over with
+// resyncd.io/adopt never does, and one whose annotation was removed is
+// released — whoever may annotate an object gains no right to have it
+// deleted.
 func (c *liveChild) madeOutside() bool {
-	return c.labelled && c.parentNamespace != "" && c.adopt == ""
+	return c.labelled && c.created
 }
 
 func (c *liveChild) summary() desired.Child {
@@ -241,7 +246,7 @@ func (o *owner) reduceChild(u *unstructured.Unstructured, gvr schema.GroupVersio
 	if next != nil {
 		next[key] = m
 	}
-	c.owned, c.fingerprint, c.whole = m.owned, m.fingerprint, m.whole
+	c.owned, c.created, c.fingerprint, c.whole = m.owned, m.created, m.fingerprint, m.whole
 	return c, nil
 }
 
@@ -259,7 +264,7 @@ func (o *owner) fingerprints(u *unstructured.Unstructured, whole bool) (memoEntr
 	if err != nil || !ok {
 		return m, err
 	}
-	m.owned = true
+	m.owned, m.created = true, createdIn(fields)
 	m.fingerprint, err = fingerprintOf(fields)
 	return m, err
 }
@@ -280,4 +285,29 @@ func wholeFingerprint(u *unstructured.Unstructured) (fingerprint, error) {
 	c.SetGeneration(0)
 	c.SetManagedFields(nil)
 	return fingerprintOf(c.Object)
+}
+
+// createdIn says whether fields, those resyncd's field manager applied,
+// hold desired.AnnotationCreated.
+func createdIn(fields map[string]any) bool {
+	md, _ := fields["metadata"].(map[string]any)
+	a, _ := md["annotations"].(map[string]any)
+	return a[desired.AnnotationCreated] == desired.CreatedValue
+}
+
+// markCreated gives d desired.AnnotationCreated, or takes it away.
+func markCreated(d *unstructured.Unstructured, created bool) {
+	a := d.GetAnnotations()
+	if created {
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[desired.AnnotationCreated] = desired.CreatedValue
+	} else {
+		if _, ok := a[desired.AnnotationCreated]; !ok {
+			return
+		}
+		delete(a, desired.AnnotationCreated)
+	}
+	d.SetAnnotations(a)
 }
