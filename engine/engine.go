@@ -110,7 +110,8 @@ type resourceState struct {
 	externals                      *externals
 	idleExternal, nextIdleExternal map[memoKey]string
 	// kindOrder is the index of each kind of child in the renderer's
-	// ChildTypes, its apply order; prunes go the other way.
+	// ChildTypes, its apply order; prunes go the other way where a child's
+	// own position is not known.
 	kindOrder map[schema.GroupVersionResource]int
 }
 
@@ -141,6 +142,9 @@ type memoEntry struct {
 	// created: resyncd's field manager set desired.AnnotationCreated.
 	created            bool
 	fingerprint, whole fingerprint
+	// position is 1 + the child's index in what its parent last rendered
+	// (its apply order); 0 when not known. Prunes go the other way.
+	position int32
 }
 
 type noopKey struct {

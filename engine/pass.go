@@ -590,6 +590,9 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 	keys := make([]childKey, len(g.Children))
 	for i, d := range g.Children {
 		keys[i] = keyOf(d)
+		if live := children[keys[i]]; live != nil {
+			rs.notePosition(live, i)
+		}
 	}
 	// blocked are the children not written because their names are taken
 	// or they are refused, and those that refer to one of them.
@@ -885,12 +888,43 @@ func (e *Engine) record(rs *resourceState, rep *ResourceReport, err error) {
 	e.log.Info("Pass finished", fields...)
 }
 
-// pruneOrder sorts prunes so that children of kinds later in the
-// renderer's apply order go first: the reverse of the order the graph
-// writes them in, so that nothing is left referring to a deleted child.
+// pruneOrder sorts prunes into the reverse of the order the renderer
+// applies them in, so that nothing is left referring to a deleted child:
+// by where each child's parent last rendered it, when that is known of
+// every one, else by its kind's place in the renderer's ChildTypes (the
+// first template of the kind, for a graph); then by key. Sorting by one
+// position keeps each parent's own order among the orphans of several.
 func (rs *resourceState) pruneOrder(prunes []*op) {
 	if len(prunes) < 2 {
 		return
 	}
-	slices.SortStableFunc(prunes, func(a, b *op) int { return cmp.Compare(rs.kindOrder[b.gvr], rs.kindOrder[a.gvr]) })
+	known := !slices.ContainsFunc(prunes, func(o *op) bool { return o.live.position == 0 })
+	slices.SortFunc(prunes, func(a, b *op) int {
+		c := cmp.Compare(rs.kindOrder[b.gvr], rs.kindOrder[a.gvr])
+		if known {
+			c = cmp.Compare(b.live.position, a.live.position)
+		}
+		if c != 0 {
+			return c
+		}
+		if a.key.less(b.key) {
+			return -1
+		}
+		if b.key.less(a.key) {
+			return 1
+		}
+		return 0
+	})
+}
+
+// notePosition keeps, for the passes after this one, that live's parent
+// rendered it at index i: where to prune it once the parent no longer
+// renders it. It rides on live's memo entry, so it costs no map of its own
+// and is kept while live is unchanged.
+func (rs *resourceState) notePosition(live *liveChild, i int) {
+	key := memoKey{uid: live.uid, resourceVersion: live.resourceVersion}
+	if m, ok := rs.nextMemo[key]; ok && m.position != int32(i+1) {
+		m.position = int32(i + 1)
+		rs.nextMemo[key] = m
+	}
 }

@@ -70,6 +70,8 @@ type liveChild struct {
 	// managers are its field managers, read only for an object that is not
 	// resyncd's, to say whose it is.
 	managers []string
+	// position is memoEntry.position: where the parent last rendered it.
+	position int32
 	// owned is set when resyncd's field manager applied fields to it;
 	// created when one of them is desired.AnnotationCreated, which resyncd
 	// sets on the children it creates outside their parent's namespace.
@@ -238,15 +240,17 @@ func (o *owner) reduceChild(u *unstructured.Unstructured, gvr schema.GroupVersio
 	key := memoKey{uid: c.uid, resourceVersion: c.resourceVersion}
 	m, ok := memo[key]
 	if !ok || (whole && m.whole == fingerprint{}) {
+		position := m.position
 		var err error
 		if m, err = o.fingerprints(u, whole); err != nil {
 			return nil, err
 		}
+		m.position = position
 	}
 	if next != nil {
 		next[key] = m
 	}
-	c.owned, c.created, c.fingerprint, c.whole = m.owned, m.created, m.fingerprint, m.whole
+	c.owned, c.created, c.fingerprint, c.whole, c.position = m.owned, m.created, m.fingerprint, m.whole, m.position
 	return c, nil
 }
 
