@@ -4,6 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/resyncd/resyncd/config"
 	"github.com/resyncd/resyncd/internal/fixture"
 )
@@ -51,5 +55,46 @@ func TestRefusedChildPrunesNothing(t *testing.T) {
 	}
 	if s := condition(t, h.mustGet(fixture.WebApps, ns, "shop"), "Stalled"); s["status"] != "False" {
 		t.Errorf("shop Stalled after the spec was put right = %v", s)
+	}
+}
+
+// TestTakenOnCreateHoldsPrunes: a name found taken only as the child is
+// created (a bare object the LIST does not select) holds, in that very
+// job, the pruning of what the parent no longer renders, as one the plan
+// finds does: the HorizontalPodAutoscaler outlives autoscaling switched
+// off while the Service's name is someone else's.
+func TestTakenOnCreateHoldsPrunes(t *testing.T) {
+	ns := "taken-holds"
+	h := newHarness(t, testConfig(ns))
+	h.namespace(ns)
+	h.createParent(ns, "web", map[string]any{"image": "nginx", "port": int64(8080),
+		"resources":   map[string]any{"requests": map[string]any{"cpu": "100m"}},
+		"autoscaling": map[string]any{"minReplicas": int64(1), "maxReplicas": int64(3)}})
+	h.sync()
+	hpa := h.mustGet(hpas, ns, "web")
+	if err := h.cs.CoreV1().Services(ns).Delete(t.Context(), "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	theirs := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+	if _, err := h.cs.CoreV1().Services(ns).Create(t.Context(), theirs, metav1.CreateOptions{FieldManager: "team-x"}); err != nil {
+		t.Fatal(err)
+	}
+	h.mergePatch(httpServices, ns, "web", map[string]any{"spec": map[string]any{"autoscaling": nil}})
+	for pass := 1; pass <= 2; pass++ {
+		h.sync()
+		if got, err := h.get(hpas, ns, "web"); err != nil || got.GetUID() != hpa.GetUID() {
+			t.Fatalf("pass %d: the HorizontalPodAutoscaler while the Service's name is taken: %v; want it kept", pass, err)
+		}
+	}
+	if s := condition(t, h.mustGet(httpServices, ns, "web"), "Stalled"); s["status"] != "True" || s["reason"] != ReasonNameTaken {
+		t.Errorf("Stalled = %v, want NameTaken", s)
+	}
+	if err := h.cs.CoreV1().Services(ns).Delete(t.Context(), "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.sync()
+	if _, err := h.get(hpas, ns, "web"); !apierrors.IsNotFound(err) {
+		t.Errorf("the HorizontalPodAutoscaler once the name is free: %v, want deleted", err)
 	}
 }
