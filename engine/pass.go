@@ -492,7 +492,7 @@ func (e *Engine) planUnrendered(rs *resourceState, j *job, mine []*liveChild, cl
 	}
 	held := len(j.refused)+len(j.taken) > 0
 	for _, c := range mine {
-		if claimed[c.key] || !(c.controlledBy(rs.parentGVK) || c.unowned()) || j.waits(c.key) {
+		if claimed[c.key] || !c.controlledBy(rs.parentGVK) && !c.unowned() || j.waits(c.key) {
 			continue
 		}
 		actsOnTaken := slices.Contains(j.actsOnTaken, c.key)
