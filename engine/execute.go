@@ -231,19 +231,7 @@ func (e *Engine) write(ctx context.Context, r *run, j *job, o *op) error {
 			return e.writer.delete(ctx, o.gvr, o.key.Kind, o.key.Namespace, o.key.Name, o.live.uid)
 		})
 	default:
-		apply := func() error {
-			var err error
-			result, err = e.writer.apply(ctx, o.gvr, o.desired, applyOptions{})
-			return err
-		}
-		err = e.paced(ctx, isTransient, apply)
-		// An update is of a child resyncd owns: list items another manager
-		// holds that make the apply invalid are taken back, and the apply
-		// is tried once more.
-		if o.kind == OpUpdate && apierrors.IsInvalid(err) && e.takeBack(ctx, o, err) {
-			e.log.Info("Took back list items", zap.String("object", o.key.String()))
-			err = e.paced(ctx, isTransient, apply)
-		}
+		result, err = e.applyOwned(ctx, o)
 	}
 	outcome := e.settle(r, j, o, result, err)
 	if m := e.metrics; m != nil {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 
+	"go.uber.org/zap"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -231,4 +232,22 @@ func (e *Engine) takeBack(ctx context.Context, o *op, err error) bool {
 		return false
 	}
 	return true
+}
+
+// applyOwned applies o's child, which is resyncd's (created by it, or
+// handed to it): list items another manager holds that make the apply
+// invalid are taken back, and the apply is tried once more.
+func (e *Engine) applyOwned(ctx context.Context, o *op) (*unstructured.Unstructured, error) {
+	var result *unstructured.Unstructured
+	apply := func() error {
+		var err error
+		result, err = e.writer.apply(ctx, o.gvr, o.desired, applyOptions{})
+		return err
+	}
+	err := e.paced(ctx, isTransient, apply)
+	if apierrors.IsInvalid(err) && e.takeBack(ctx, o, err) {
+		e.log.Info("Took back list items", zap.String("object", o.key.String()))
+		err = e.paced(ctx, isTransient, apply)
+	}
+	return result, err
 }

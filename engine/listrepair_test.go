@@ -165,3 +165,26 @@ func TestInvalidLists(t *testing.T) {
 		}
 	}
 }
+
+// TestAdoptedServicePortsTakenBack: a Service handed over with
+// resyncd.io/adopt whose port of the same name differs is taken over in
+// the pass that adopts it, though resyncd has applied nothing to it yet.
+func TestAdoptedServicePortsTakenBack(t *testing.T) {
+	h := newHarness(t, testConfig("adoptports"))
+	h.namespace("adoptports")
+	h.foreignService("adoptports", "web", map[string]string{"resyncd.io/adopt": "HttpService.resyncd.io/web", "team": "payments"})
+	handEdit(t, h, services, "adoptports", "web", `{"spec":{"ports":[{"name":"http","port":81,"targetPort":8080}]}}`)
+	h.createParent("adoptports", "web", map[string]any{"image": "nginx:1.27", "port": int64(80)})
+	rep := h.sync()
+	if rep.Failed != 0 || rep.Stalled != 0 {
+		t.Errorf("adopting pass: failed %d, stalled %d; want 0, 0", rep.Failed, rep.Stalled)
+	}
+	svc := h.mustGet(services, "adoptports", "web")
+	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	if got := strings.Join(portsOf(ports, "port"), ","); got != "http=80" {
+		t.Errorf("Service ports = %s, want http=80", got)
+	}
+	if a := svc.GetAnnotations()["team"]; a != "payments" {
+		t.Errorf("the other client's annotation is gone or changed: %q", a)
+	}
+}

@@ -234,13 +234,7 @@ func (e *Engine) create(ctx context.Context, r *run, j *job, o *op) (*unstructur
 		// handed over: an update of the object as it is now.
 		c.uid, c.resourceVersion = u.GetUID(), u.GetResourceVersion()
 		o.kind, o.live = OpUpdate, c
-		var result *unstructured.Unstructured
-		err = e.paced(ctx, isTransient, func() error {
-			var err error
-			result, err = e.writer.apply(ctx, o.gvr, o.desired, applyOptions{})
-			return err
-		})
-		return result, err
+		return e.applyOwned(ctx, o)
 	}
 }
 
