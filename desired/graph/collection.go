@@ -387,15 +387,7 @@ func (ev *evaluation) renderItems(res *resource, g *desired.Graph, index map[str
 	if objs == nil {
 		return nil
 	}
-	var refs []int
-	for _, d := range res.deps {
-		if i, ok := index[d]; ok {
-			refs = append(refs, i)
-		} else if s, ok := ev.spans[d]; ok {
-			refs = s.append(refs)
-		}
-	}
-	refs = slices.Clip(refs) // shared by every item
+	refs := slices.Clip(ev.refs(res, index)) // shared by every item
 	if ev.spans == nil {
 		ev.spans = map[string]span{}
 	}

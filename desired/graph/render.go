@@ -65,14 +65,7 @@ func (r *Renderer) RenderWith(parent *unstructured.Unstructured, children []desi
 		if obj == nil {
 			continue
 		}
-		var refs []int
-		for _, d := range res.deps {
-			if i, ok := index[d]; ok {
-				refs = append(refs, i)
-			} else if span, ok := ev.spans[d]; ok {
-				refs = span.append(refs)
-			}
-		}
+		refs := ev.refs(res, index)
 		index[res.id] = len(g.Children)
 		g.Children = append(g.Children, obj)
 		g.Refs = append(g.Refs, refs)
@@ -146,6 +139,20 @@ func (ev *evaluation) resolve(res *resource, whole bool) (*unstructured.Unstruct
 		ev.vars[res.id] = c.Object
 	}
 	return obj, nil
+}
+
+// refs are the indices in the graph, by index of each resource rendered
+// so far, of the children res refers to: every item of a collection.
+func (ev *evaluation) refs(res *resource, index map[string]int) []int {
+	var refs []int
+	for _, d := range res.deps {
+		if i, ok := index[d]; ok {
+			refs = append(refs, i)
+		} else if s, ok := ev.spans[d]; ok {
+			refs = s.append(refs)
+		}
+	}
+	return refs
 }
 
 // included says whether res is to be rendered: every resource it refers
