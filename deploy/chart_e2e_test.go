@@ -46,11 +46,7 @@ import (
 func TestChartEndToEnd(t *testing.T) {
 	ctx := t.Context()
 	admin := kubernetes.NewForConfigOrDie(env.Config)
-	for _, ns := range []string{releaseNamespace, "chart-e2e"} {
-		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createNamespaces(t, admin, releaseNamespace, "chart-e2e")
 
 	// helm install resyncd deploy/helm/resyncd -n resyncd-system --set replicaCount=2
 	cfg, sa := helmInstall(t, releaseName, releaseNamespace, map[string]any{"replicaCount": 2})
@@ -167,11 +163,7 @@ func TestChartEndToEnd(t *testing.T) {
 		metav1.UpdateOptions{})
 	_, forbidden["create a Lease elsewhere"] = saKube.CoordinationV1().Leases("chart-e2e").Create(ctx,
 		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
-	for what, err := range forbidden {
-		if !apierrors.IsForbidden(err) {
-			t.Errorf("%s: got %v, want Forbidden", what, err)
-		}
-	}
+	wantForbidden(t, forbidden)
 }
 
 // helmInstall installs the chart as release in namespace with vals, and
@@ -241,11 +233,7 @@ func helmInstallOnly(t *testing.T, release, namespace string, vals map[string]an
 func TestChartTarget(t *testing.T) {
 	ctx := t.Context()
 	admin := kubernetes.NewForConfigOrDie(env.Config)
-	for _, ns := range []string{"target-system", "target-app"} {
-		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createNamespaces(t, admin, "target-system", "target-app")
 	fullname, _ := helmInstallOnly(t, "target", "target-system", map[string]any{"target": map[string]any{"enabled": true}})
 	deps, err := admin.AppsV1().Deployments("target-system").List(ctx, metav1.ListOptions{})
 	if err != nil || len(deps.Items) != 0 {
@@ -298,11 +286,7 @@ func TestChartTarget(t *testing.T) {
 func TestChartNamespacedRBAC(t *testing.T) {
 	ctx := t.Context()
 	admin := kubernetes.NewForConfigOrDie(env.Config)
-	for _, ns := range []string{"scoped-system", "scoped-in", "scoped-out"} {
-		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createNamespaces(t, admin, "scoped-system", "scoped-in", "scoped-out")
 	cfg, sa := helmInstall(t, "scoped", "scoped-system", map[string]any{"config": map[string]any{"resources": []any{
 		map[string]any{"group": "resyncd.io", "version": "v1alpha1", "resource": "httpservices", "renderer": "httpservice", "namespaces": []any{"scoped-in"}},
 	}}})
@@ -335,11 +319,7 @@ func TestChartNamespacedRBAC(t *testing.T) {
 	_, forbidden["list Deployments everywhere"] = saKube.AppsV1().Deployments("").List(ctx, metav1.ListOptions{})
 	_, forbidden["list HttpServices in scoped-out"] = saDyn.Resource(httpServices).Namespace("scoped-out").List(ctx, metav1.ListOptions{})
 	_, forbidden["get a Service in scoped-out"] = saKube.CoreV1().Services("scoped-out").Get(ctx, "web", metav1.GetOptions{})
-	for what, err := range forbidden {
-		if !apierrors.IsForbidden(err) {
-			t.Errorf("%s: got %v, want Forbidden", what, err)
-		}
-	}
+	wantForbidden(t, forbidden)
 	if _, err := admin.AppsV1().Deployments("scoped-out").Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("Deployment in scoped-out: %v, want none", err)
 	}
@@ -353,11 +333,7 @@ func TestChartGraph(t *testing.T) {
 	ctx := t.Context()
 	fixture.InstallWebApps(t, env.Config)
 	admin := kubernetes.NewForConfigOrDie(env.Config)
-	for _, ns := range []string{"graph-system", "chart-graph"} {
-		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createNamespaces(t, admin, "graph-system", "chart-graph")
 	cfg, sa := helmInstall(t, "graphs", "graph-system", valueSets["graph"])
 	if g := cfg.Resources[0].GraphPath(); filepath.Base(g) != "webapp.yaml" {
 		t.Fatalf("graph path = %q", g)
@@ -414,11 +390,7 @@ func TestChartGraphKinds(t *testing.T) {
 	ctx := t.Context()
 	fixture.InstallWebApps(t, env.Config)
 	admin := kubernetes.NewForConfigOrDie(env.Config)
-	for _, ns := range []string{"kinds-system", "kinds-in", "kinds-out"} {
-		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createNamespaces(t, admin, "kinds-system", "kinds-in", "kinds-out")
 	// tenant.yaml without its Widget, a kind this API server does not serve.
 	tenant := readYAML("../testdata/graphs/tenant.yaml")
 	spec := tenant["spec"].(map[string]any)
@@ -436,14 +408,7 @@ func TestChartGraphKinds(t *testing.T) {
 		return err == nil
 	})
 	res := cfg.Resources[1]
-	g, err := graph.Load(res.GraphPath(), graph.Options{
-		Schemas: &resolver.ClientDiscoveryResolver{Discovery: discovery.NewDiscoveryClientForConfigOrDie(sa)},
-		Parent:  fixture.WebApps.GroupVersion().WithKind("WebApp")})
-	if err != nil {
-		t.Fatalf("the mounted graph, typed as the ServiceAccount: %v", err)
-	}
-	reg := desired.DefaultRegistry()
-	reg[res.RendererKey()] = g
+	reg := graphRegistry(t, res, sa)
 	adminDyn := dynamic.NewForConfigOrDie(env.Config)
 	for _, ns := range []string{"kinds-in", "kinds-out"} {
 		webapp := &unstructured.Unstructured{Object: map[string]any{
@@ -485,11 +450,7 @@ func TestChartGraphKinds(t *testing.T) {
 	_, forbidden["list NetworkPolicies everywhere"] = saKube.NetworkingV1().NetworkPolicies("").List(ctx, metav1.ListOptions{})
 	_, forbidden["list ClusterRoles"] = saKube.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
 	_, forbidden["list Namespaces"] = saKube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
-	for what, err := range forbidden {
-		if !apierrors.IsForbidden(err) {
-			t.Errorf("%s: got %v, want Forbidden", what, err)
-		}
-	}
+	wantForbidden(t, forbidden)
 }
 
 // TestChartOutsideKinds installs the chart with a graph whose children
@@ -506,11 +467,7 @@ func TestChartOutsideKinds(t *testing.T) {
 	ctx := t.Context()
 	fixture.InstallWebApps(t, env.Config)
 	admin := kubernetes.NewForConfigOrDie(env.Config)
-	for _, ns := range []string{"outside-system", "outside-in", "outside-shared"} {
-		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createNamespaces(t, admin, "outside-system", "outside-in", "outside-shared")
 	cfg, sa := helmInstall(t, "outside", "outside-system", map[string]any{
 		"graphs": map[string]any{"outside.yaml": readYAML("../testdata/graphs/outside.yaml")},
 		"config": map[string]any{"resources": []any{
@@ -524,14 +481,7 @@ func TestChartOutsideKinds(t *testing.T) {
 		return err == nil
 	})
 	res := cfg.Resources[0]
-	disc := discovery.NewDiscoveryClientForConfigOrDie(sa)
-	g, err := graph.Load(res.GraphPath(), graph.Options{Schemas: &resolver.ClientDiscoveryResolver{Discovery: disc},
-		Parent: fixture.WebApps.GroupVersion().WithKind("WebApp")})
-	if err != nil {
-		t.Fatalf("the mounted graph, typed as the ServiceAccount: %v", err)
-	}
-	reg := desired.DefaultRegistry()
-	reg[res.RendererKey()] = g
+	reg := graphRegistry(t, res, sa)
 	adminDyn := dynamic.NewForConfigOrDie(env.Config)
 	webapp := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "example.resyncd.io/v1alpha1", "kind": "WebApp",
@@ -579,11 +529,7 @@ func TestChartOutsideKinds(t *testing.T) {
 	_, forbidden["list Secrets everywhere"] = saKube.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
 	_, forbidden["list Namespaces"] = saKube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	_, forbidden["list ClusterRoleBindings"] = saKube.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
-	for what, err := range forbidden {
-		if !apierrors.IsForbidden(err) {
-			t.Errorf("%s: got %v, want Forbidden", what, err)
-		}
-	}
+	wantForbidden(t, forbidden)
 }
 
 // TestChartOutsideNamed installs the chart with a graph that places a
@@ -598,11 +544,7 @@ func TestChartOutsideNamed(t *testing.T) {
 	ctx := t.Context()
 	fixture.InstallWebApps(t, env.Config)
 	admin := kubernetes.NewForConfigOrDie(env.Config)
-	for _, ns := range []string{"named-system", "named-in", "named-shared", "named-other"} {
-		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createNamespaces(t, admin, "named-system", "named-in", "named-shared", "named-other")
 	g := map[string]any{"apiVersion": "resyncd.io/v1alpha1", "kind": "Graph", "metadata": map[string]any{"name": "named"},
 		"spec": map[string]any{"resources": []any{
 			map[string]any{"id": "home", "template": map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
@@ -625,13 +567,7 @@ func TestChartOutsideNamed(t *testing.T) {
 		return err1 == nil && err2 == nil
 	})
 	res := cfg.Resources[0]
-	g2, err := graph.Load(res.GraphPath(), graph.Options{Schemas: &resolver.ClientDiscoveryResolver{Discovery: discovery.NewDiscoveryClientForConfigOrDie(sa)},
-		Parent: fixture.WebApps.GroupVersion().WithKind("WebApp")})
-	if err != nil {
-		t.Fatalf("the mounted graph, typed as the ServiceAccount: %v", err)
-	}
-	reg := desired.DefaultRegistry()
-	reg[res.RendererKey()] = g2
+	reg := graphRegistry(t, res, sa)
 	adminDyn := dynamic.NewForConfigOrDie(env.Config)
 	webapp := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "example.resyncd.io/v1alpha1", "kind": "WebApp",
@@ -677,11 +613,7 @@ func TestChartOutsideNamed(t *testing.T) {
 	_, forbidden["create a Secret in another namespace"] = saKube.CoreV1().Secrets("named-other").Create(ctx, other, metav1.CreateOptions{})
 	_, forbidden["list ConfigMaps in another namespace"] = saKube.CoreV1().ConfigMaps("named-other").List(ctx, metav1.ListOptions{})
 	_, forbidden["list ClusterRoles"] = saKube.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
-	for what, err := range forbidden {
-		if !apierrors.IsForbidden(err) {
-			t.Errorf("%s: got %v, want Forbidden", what, err)
-		}
-	}
+	wantForbidden(t, forbidden)
 }
 
 // TestChartExternalRef installs the chart with a graph that reads a
@@ -693,11 +625,7 @@ func TestChartExternalRef(t *testing.T) {
 	ctx := t.Context()
 	fixture.InstallWebApps(t, env.Config)
 	admin := kubernetes.NewForConfigOrDie(env.Config)
-	for _, ns := range []string{"ext-system", "ext-in", "ext-platform"} {
-		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createNamespaces(t, admin, "ext-system", "ext-in", "ext-platform")
 	platform := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "platform", Namespace: "ext-platform"}, Data: map[string]string{"region": "eu-west-1"}}
 	if _, err := admin.CoreV1().ConfigMaps("ext-platform").Create(ctx, platform, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -722,14 +650,7 @@ func TestChartExternalRef(t *testing.T) {
 		return err1 == nil && err2 == nil
 	})
 	res := cfg.Resources[0]
-	rd, err := graph.Load(res.GraphPath(), graph.Options{
-		Schemas: &resolver.ClientDiscoveryResolver{Discovery: discovery.NewDiscoveryClientForConfigOrDie(sa)},
-		Parent:  fixture.WebApps.GroupVersion().WithKind("WebApp")})
-	if err != nil {
-		t.Fatalf("the mounted graph, typed as the ServiceAccount: %v", err)
-	}
-	reg := desired.DefaultRegistry()
-	reg[res.RendererKey()] = rd
+	reg := graphRegistry(t, res, sa)
 	webapp := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "example.resyncd.io/v1alpha1", "kind": "WebApp",
 		"metadata": map[string]any{"name": "site", "namespace": "ext-in"}, "spec": map[string]any{"image": "nginx"},
@@ -757,11 +678,7 @@ func TestChartExternalRef(t *testing.T) {
 	_, forbidden["create a ConfigMap in ext-platform"] = saKube.CoreV1().ConfigMaps("ext-platform").Create(ctx, cm, metav1.CreateOptions{})
 	forbidden["delete the external ConfigMap"] = saKube.CoreV1().ConfigMaps("ext-platform").Delete(ctx, "platform", metav1.DeleteOptions{})
 	_, forbidden["list ConfigMaps everywhere"] = saKube.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
-	for what, err := range forbidden {
-		if !apierrors.IsForbidden(err) {
-			t.Errorf("%s: got %v, want Forbidden", what, err)
-		}
-	}
+	wantForbidden(t, forbidden)
 }
 
 // TestChartExternalNamespaces installs the chart with a graph whose
@@ -775,11 +692,7 @@ func TestChartExternalNamespaces(t *testing.T) {
 	ctx := t.Context()
 	fixture.InstallWebApps(t, env.Config)
 	admin := kubernetes.NewForConfigOrDie(env.Config)
-	for _, ns := range []string{"extns-system", "extns-in", "extns-bank", "extns-other"} {
-		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createNamespaces(t, admin, "extns-system", "extns-in", "extns-bank", "extns-other")
 	bank := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "rates", Namespace: "extns-bank"}, Data: map[string]string{"rate": "4.5"}}
 	if _, err := admin.CoreV1().ConfigMaps("extns-bank").Create(ctx, bank, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -808,14 +721,7 @@ func TestChartExternalNamespaces(t *testing.T) {
 	if !slices.Equal(res.ExternalNamespaces, []string{"extns-bank"}) {
 		t.Errorf("externalNamespaces in the chart's configuration = %v, want [extns-bank]", res.ExternalNamespaces)
 	}
-	rd, err := graph.Load(res.GraphPath(), graph.Options{
-		Schemas: &resolver.ClientDiscoveryResolver{Discovery: discovery.NewDiscoveryClientForConfigOrDie(sa)},
-		Parent:  fixture.WebApps.GroupVersion().WithKind("WebApp")})
-	if err != nil {
-		t.Fatalf("the mounted graph, typed as the ServiceAccount: %v", err)
-	}
-	reg := desired.DefaultRegistry()
-	reg[res.RendererKey()] = rd
+	reg := graphRegistry(t, res, sa)
 	webapp := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "example.resyncd.io/v1alpha1", "kind": "WebApp",
 		"metadata": map[string]any{"name": "loan", "namespace": "extns-in"}, "spec": map[string]any{"image": "nginx", "tags": []any{"extns-bank"}},
@@ -843,11 +749,7 @@ func TestChartExternalNamespaces(t *testing.T) {
 	_, forbidden["create a ConfigMap in extns-bank"] = saKube.CoreV1().ConfigMaps("extns-bank").Create(ctx, cm, metav1.CreateOptions{})
 	_, forbidden["list ConfigMaps in extns-other"] = saKube.CoreV1().ConfigMaps("extns-other").List(ctx, metav1.ListOptions{})
 	_, forbidden["list ConfigMaps everywhere"] = saKube.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
-	for what, err := range forbidden {
-		if !apierrors.IsForbidden(err) {
-			t.Errorf("%s: got %v, want Forbidden", what, err)
-		}
-	}
+	wantForbidden(t, forbidden)
 }
 
 // TestChartKroGraph installs the chart with a kro ResourceGraphDefinition
@@ -904,4 +806,40 @@ func TestChartKroGraph(t *testing.T) {
 		_, err := dynamic.NewForConfigOrDie(sa).Resource(gvr).Namespace("shop").List(ctx, metav1.ListOptions{})
 		return err == nil
 	})
+}
+
+// createNamespaces creates each namespace of names as the administrator.
+func createNamespaces(t *testing.T, admin kubernetes.Interface, names ...string) {
+	t.Helper()
+	for _, ns := range names {
+		if _, err := admin.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// graphRegistry is the registry with the graph res names, mounted by the
+// chart and typed as the ServiceAccount sa, as resyncd in the pod loads it.
+func graphRegistry(t *testing.T, res config.Resource, sa *rest.Config) desired.Registry {
+	t.Helper()
+	g, err := graph.Load(res.GraphPath(), graph.Options{
+		Schemas: &resolver.ClientDiscoveryResolver{Discovery: discovery.NewDiscoveryClientForConfigOrDie(sa)},
+		Parent:  fixture.WebApps.GroupVersion().WithKind("WebApp")})
+	if err != nil {
+		t.Fatalf("the mounted graph, typed as the ServiceAccount: %v", err)
+	}
+	reg := desired.DefaultRegistry()
+	reg[res.RendererKey()] = g
+	return reg
+}
+
+// wantForbidden fails for each request of forbidden the API server did not
+// refuse as Forbidden.
+func wantForbidden(t *testing.T, forbidden map[string]error) {
+	t.Helper()
+	for what, err := range forbidden {
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("%s: got %v, want Forbidden", what, err)
+		}
+	}
 }

@@ -25,20 +25,7 @@ var configMaps = services.GroupVersion().WithResource("configmaps")
 // compiled against the API server's schemas as resyncd run does.
 func graphHarness(t *testing.T, ns, path string) *harness {
 	t.Helper()
-	fixture.InstallWebApps(t, env.Config)
-	disc := discovery.NewDiscoveryClientForConfigOrDie(env.Config)
-	g, err := graph.Load(path, graph.Options{Schemas: &resolver.ClientDiscoveryResolver{Discovery: disc},
-		Parent: fixture.WebApps.GroupVersion().WithKind("WebApp")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := testConfig(ns)
-	r := cfg.Resources[0]
-	r.Group, r.Version, r.Resource, r.Renderer, r.Graph = fixture.WebApps.Group, fixture.WebApps.Version, fixture.WebApps.Resource, "", path
-	cfg.Resources = []config.Resource{r}
-	reg := desired.DefaultRegistry()
-	reg[r.RendererKey()] = g
-	h := newHarnessWith(t, cfg, reg)
+	h := placedHarness(t, ns, path, func(*config.Resource) {})
 	h.namespace(ns)
 	return h
 }
