@@ -199,8 +199,10 @@ type Graph struct {
 	// neither; labels of its own (app.kubernetes.io/name, say) it may set.
 	Children []*unstructured.Unstructured
 	// Waiting are the children that could not be rendered because they
-	// need fields of other children that do not exist yet: a later pass
-	// renders them. Until then the engine writes none of them and prunes
+	// need fields of other children that do not exist yet: the engine
+	// renders the parent again with what the API server returns as it
+	// writes a child in the same pass, and a later pass renders them if
+	// the fields are still missing then. Until then the engine writes none of them and prunes
 	// no child of their kinds (or, of one whose Name is known, no child of
 	// that name, in its Namespace where that is known).
 	Waiting []Waiting

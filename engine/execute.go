@@ -146,7 +146,10 @@ func (e *Engine) runJob(ctx context.Context, r *run, j *job) {
 	// taken are the children found someone else's as they were created,
 	// and those not written because they refer to one.
 	taken := map[childKey]blockage{}
-	for _, o := range j.ops {
+	// written are the children this job has written, each at most once.
+	written := map[childKey]bool{}
+	for i := 0; i < len(j.ops); i++ {
+		o := j.ops[i]
 		if b := blockedBy(o.desired, o.needs, taken); b != nil {
 			taken[o.key] = blockage{reason: ReasonNameTaken, dependent: true}
 			j.taken = append(j.taken, refersToBlocked(o.key, *b, taken[*b]))
@@ -155,8 +158,17 @@ func (e *Engine) runJob(ctx context.Context, r *run, j *job) {
 		if !e.admit(r, j, o) {
 			continue
 		}
-		if errors.Is(e.write(ctx, r, j, o), errTaken) {
+		written[o.key] = true
+		changed, err := e.write(ctx, r, j, o)
+		if errors.Is(err, errTaken) {
 			taken[o.key] = blockage{reason: ReasonNameTaken}
+			continue
+		}
+		if changed && r.rs.keepers[o.gvr] != nil && (o.feeds || len(j.waiting) > 0) {
+			// What the server returned may be what another child waits
+			// for, or reads: render the parent again and write what it
+			// needs now, in this pass.
+			e.replan(r, j, i, written, taken)
 		}
 	}
 	if j.parent != nil {
@@ -173,7 +185,7 @@ func (e *Engine) runJob(ctx context.Context, r *run, j *job) {
 		if !e.admit(r, j, o) {
 			continue
 		}
-		_ = e.write(ctx, r, j, o) // booked by settle; a prune blocks nothing after it
+		_, _ = e.write(ctx, r, j, o) // booked by settle; a prune blocks nothing after it
 	}
 }
 
@@ -212,15 +224,16 @@ func (r *run) add(f func(*ResourceReport)) {
 }
 
 // write makes one child write, retrying transient errors, and returns
-// its error: errTaken when a create found the name someone else's.
-func (e *Engine) write(ctx context.Context, r *run, j *job, o *op) error {
+// whether it changed the object and its error: errTaken when a create
+// found the name someone else's.
+func (e *Engine) write(ctx context.Context, r *run, j *job, o *op) (bool, error) {
 	start := e.now()
 	var result *unstructured.Unstructured
 	var err error
 	switch o.kind {
 	case OpCreate:
 		if result, err = e.create(ctx, r, j, o); errors.Is(err, errTaken) {
-			return err
+			return false, err
 		}
 	case OpRelease:
 		err = e.release(ctx, o)
@@ -238,7 +251,7 @@ func (e *Engine) write(ctx context.Context, r *run, j *job, o *op) error {
 		m.applies.WithLabelValues(r.rs.cluster, r.rs.name, o.key.Kind, string(o.kind), outcome).Inc()
 		m.applyDuration.WithLabelValues(r.rs.cluster, string(o.kind)).Observe(e.now().Sub(start).Seconds())
 	}
-	return err
+	return outcome == "success", err
 }
 
 // paced makes one write: each try waits for the write limiter, and the

@@ -77,6 +77,7 @@ func (o *owner) owned(live *unstructured.Unstructured) (_ map[string]any, ok boo
 		return nil, false, fmt.Errorf("%s: %w", objectID(live), err)
 	}
 	stripIdentity(m)
+	dropEmptyMaps(m)
 	return m, true, nil
 }
 
@@ -93,6 +94,7 @@ func (o *owner) normalize(desired *unstructured.Unstructured) (map[string]any, e
 		return nil, fmt.Errorf("%s: %w", objectID(desired), err)
 	}
 	stripIdentity(m)
+	dropEmptyMaps(m)
 	return m, nil
 }
 
@@ -148,6 +150,21 @@ func stripIdentity(m map[string]any) {
 		delete(md, "namespace")
 		if len(md) == 0 {
 			delete(m, "metadata")
+		}
+	}
+}
+
+// dropEmptyMaps removes, at any depth of m's maps, the fields whose value
+// is an empty map, and then those left empty by that: the API server
+// stores a ConfigMap's `data: {}` as no data at all, while managedFields
+// still list the field, so the two sides compare equal only without them.
+func dropEmptyMaps(m map[string]any) {
+	for k, v := range m {
+		if sub, ok := v.(map[string]any); ok {
+			dropEmptyMaps(sub)
+			if len(sub) == 0 {
+				delete(m, k)
+			}
 		}
 	}
 }

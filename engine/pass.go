@@ -99,6 +99,9 @@ type op struct {
 	// unrendered: a prune of a child the parent no longer renders, held
 	// if a create of the job finds a name taken.
 	unrendered bool
+	// feeds: another child of the parent refers to this one, so what the
+	// write returns may change what that one renders (runJob replans).
+	feeds bool
 }
 
 // job is the work for one parent — its child writes in graph order, its
@@ -118,6 +121,12 @@ type job struct {
 	// the children its renderer left waiting for others.
 	inputs  []desired.Child
 	waiting []desired.Waiting
+	// waitingLive are the live children that may be ones waiting, planned
+	// within the job once what they wait for is written.
+	waitingLive []*liveChild
+	// blocked are the children the plan found taken or refused, and those
+	// that refer to one; nil when there is none.
+	blocked map[childKey]blockage
 	// external is what was found for the parent's external references.
 	external []desired.External
 	failure  *desired.Failure
@@ -574,143 +583,221 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 	}
 	g, err := e.render(rs, p, j.inputs, j.external)
 	if err != nil {
-		var ie *desired.InvalidError
-		if errors.As(err, &ie) {
-			j.failure = &desired.Failure{Reason: cmp.Or(ie.Reason, "InvalidSpec"), Message: ie.Error()}
-		} else {
-			j.failure = &desired.Failure{Reason: "RenderFailed", Message: err.Error()}
-		}
+		j.failure = renderFailure(err)
 		return j
 	}
 	j.waiting = g.Waiting
-	gvrOf := map[string]schema.GroupVersionResource{}
-	for _, ct := range rs.renderer.ChildTypes() {
-		gvrOf[ct.GVR.Group+"/"+ct.Kind] = ct.GVR
-	}
-	keys := make([]childKey, len(g.Children))
+	cp := &childPlanner{e: e, rs: rs, j: j, claimed: claimed, seenDrift: seenDrift, now: now, rep: rep,
+		blocked: map[childKey]blockage{}, live: func(k childKey) *liveChild { return children[k] }}
+	keys, fed := cp.index(g)
 	for i, d := range g.Children {
-		keys[i] = keyOf(d)
 		if live := children[keys[i]]; live != nil {
 			rs.notePosition(live, i)
 		}
-	}
-	// blocked are the children not written because their names are taken
-	// or they are refused, and those that refer to one of them.
-	blocked := map[childKey]blockage{}
-	for i, d := range g.Children {
-		k := keys[i]
-		var needs []childKey
-		for _, ref := range g.RefersTo(i) {
-			needs = append(needs, keys[ref])
-		}
-		if desired.Outside(d, p) {
-			if refusal := refuse(rs, k, p); refusal != nil {
-				// Never written, as a taken name is not; what refers to it
-				// is not written either.
-				blocked[k] = blockage{reason: refusal.Reason}
-				rep.count(k.Kind, stateTaken)
-				j.refused = append(j.refused, *refusal)
-				continue
-			}
-		}
-		if b := blockedBy(d, needs, blocked); b != nil {
-			// Left unclaimed: a child of the parent's own of this name, made
-			// before, is pruned rather than left acting on someone else's;
-			// one that refers to a refused child is kept as it is.
-			why := blocked[*b]
-			blocked[k] = blockage{reason: why.reason, dependent: true}
-			j.taken = append(j.taken, refersToBlocked(k, *b, why))
-			if why.reason == ReasonNameTaken {
-				j.actsOnTaken = append(j.actsOnTaken, k)
-			}
-			continue
-		}
-		claimed[k] = true
-		gvr := gvrOf[k.Group+"/"+k.Kind]
-		live := children[k]
-		verdict := claimMine
-		if live != nil {
-			verdict = live.claimBy(p, rs.parentGVK.GroupKind())
-		}
-		unowned := live != nil && verdict == claimMine && live.unowned()
-		if unowned {
-			withoutOwnerReference(d, p)
-		}
-		created := live != nil && verdict == claimMine && live.created
-		if created {
-			markCreated(d, true)
-		}
-		norm, err := e.owner.normalize(d)
-		var fp fingerprint
-		if err == nil {
-			fp, err = fingerprintOf(norm)
-		}
-		if err != nil {
-			j.failure = &desired.Failure{Reason: "RenderFailed", Message: err.Error()}
+		if !cp.plan(g, keys, fed, i, d) {
 			return j
 		}
-		// Tier 1: the fields resyncd applied differ, and the server has not
-		// already found this very difference to change nothing.
-		mismatch := live != nil && (!live.owned || live.fingerprint != fp) && !e.isNoop(rs, live, fp)
-		switch {
-		case live == nil:
-			rep.count(k.Kind, stateMissing)
-			e.countDrift(rs, k.Kind, reasonMissing)
-			e.noteDrift(rep, Drift{Object: k.String(), Reason: reasonMissing, Desired: norm})
-			j.ops = append(j.ops, &op{kind: OpCreate, key: k, gvr: gvr, desired: e.kept(d), fp: fp, lookFirst: rs.wasTaken(k), needs: needs})
-		case verdict == claimTaken:
-			delete(claimed, k) // an orphan of a deleted parent is still pruned
-			blocked[k] = blockage{reason: ReasonNameTaken}
-			rep.count(k.Kind, stateTaken)
-			j.taken = append(j.taken, takenMessage(live, p, rs.parentGVK.GroupKind()))
-			continue
-		case live.hold:
-			e.planHeld(rs, j, k, live, d, norm, mismatch, rep)
-			continue
-		case verdict == claimPredecessor && !rs.cfg.Prune:
-			// Left by an earlier parent of the same name, and resyncd may
-			// not delete it: the parent cannot have its own until someone does.
-			delete(claimed, k)
-			blocked[k] = blockage{reason: ReasonNameTaken}
-			rep.count(k.Kind, stateOrphaned)
-			j.taken = append(j.taken, fmt.Sprintf("%s was made for an earlier parent of this name; prune is off for this resource, so resyncd does not delete it: delete it to let this parent have its own", k))
-			continue
-		case verdict == claimPredecessor:
-			// Left by an earlier parent of the same name: remove it first;
-			// a later pass creates the new one.
-			rep.count(k.Kind, stateOrphaned)
-			e.countDrift(rs, k.Kind, reasonOrphaned)
-			e.noteDrift(rep, Drift{Object: k.String(), Reason: reasonOrphaned, Live: e.liveFields(live, nil)})
-			j.prunes = append(j.prunes, &op{kind: OpDelete, key: k, gvr: gvr, live: live})
-			j.pending++
-		case e.cfg.DriftCheck == config.DriftCheckServer, mismatch && (e.readOnly || j.withheld != ""):
-			// Settled by a dry-run in checkOnServer, and counted there: in
-			// server mode always; otherwise when no write may settle it.
-			j.checks = append(j.checks, &op{kind: OpUpdate, key: k, gvr: gvr, desired: e.kept(d), fp: fp, live: live, norm: e.keptNorm(norm), unowned: unowned, created: created})
-			j.children = append(j.children, live)
-			continue
-		case mismatch:
-			rep.count(k.Kind, stateDrifted)
-			e.countDrift(rs, k.Kind, reasonChanged)
-			e.noteDrift(rep, Drift{Object: k.String(), Reason: reasonChanged, Live: e.liveFields(live, d), Desired: norm})
-			j.ops = append(j.ops, &op{kind: OpUpdate, key: k, gvr: gvr, desired: e.kept(d), fp: fp, live: live, needs: needs, unowned: unowned, created: created})
-			j.children = append(j.children, live)
-			if nextDrift(rs, k, now).fights == fightPasses-1 {
-				j.fights = append(j.fights, k)
+	}
+	if len(cp.blocked) > 0 {
+		j.blocked = cp.blocked
+	}
+	if len(j.waiting) > 0 {
+		// The live children that wait for another: the job plans them
+		// when what they wait for is written (replan).
+		for _, c := range mine {
+			if j.waits(c.key) {
+				j.waitingLive = append(j.waitingLive, c)
 			}
-		default:
-			rep.count(k.Kind, stateInSync)
-			j.children = append(j.children, live)
-			j.synced = append(j.synced, syncedChild{key: k, resourceVersion: live.resourceVersion, desired: fp})
-			continue
 		}
-		rec := nextDrift(rs, k, now)
-		seenDrift[k] = rec
+	}
+	return j
+}
+
+// renderFailure is how a parent that cannot be rendered is Stalled.
+func renderFailure(err error) *desired.Failure {
+	var ie *desired.InvalidError
+	if errors.As(err, &ie) {
+		return &desired.Failure{Reason: cmp.Or(ie.Reason, "InvalidSpec"), Message: ie.Error()}
+	}
+	return &desired.Failure{Reason: "RenderFailed", Message: err.Error()}
+}
+
+// childPlanner decides what each rendered child of one parent needs: at
+// plan time over the LISTed children, and again within the parent's job
+// when a write's result lets children render that waited for it, or
+// changes what they render (replan).
+type childPlanner struct {
+	e  *Engine
+	rs *resourceState
+	j  *job
+	// live finds the live child of a key, nil when there is none.
+	live    func(childKey) *liveChild
+	claimed map[childKey]bool
+	// seenDrift collects the drift records of the pass; nil within a job,
+	// where the pass's records are already kept.
+	seenDrift map[childKey]driftRecord
+	// blocked are the children not written because their names are taken
+	// or they are refused, and those that refer to one of them.
+	blocked map[childKey]blockage
+	now     time.Time
+	rep     *ResourceReport
+	// inJob: deciding within the job, where no dry-run is left to settle a
+	// child; a mismatch is applied.
+	inJob bool
+}
+
+// index returns the key of every child of g and whether another child
+// refers to it: a write of such a child may change what that one renders.
+func (cp *childPlanner) index(g desired.Graph) (keys []childKey, fed []bool) {
+	keys = make([]childKey, len(g.Children))
+	fed = make([]bool, len(g.Children))
+	for i, d := range g.Children {
+		keys[i] = keyOf(d)
+		for _, ref := range g.RefersTo(i) {
+			fed[ref] = true
+		}
+	}
+	return keys, fed
+}
+
+// gvrOf is the resource of a rendered child's kind.
+func (rs *resourceState) gvrOf(k childKey) schema.GroupVersionResource {
+	for _, ct := range rs.renderer.ChildTypes() {
+		if ct.GVR.Group == k.Group && ct.Kind == k.Kind {
+			return ct.GVR
+		}
+	}
+	return schema.GroupVersionResource{}
+}
+
+// plan decides the i-th child of g, d, and books it in the job and the
+// report; false when the parent cannot go on (its child cannot be
+// compared).
+func (cp *childPlanner) plan(g desired.Graph, keys []childKey, fed []bool, i int, d *unstructured.Unstructured) bool {
+	e, rs, j, p, rep := cp.e, cp.rs, cp.j, cp.j.parent, cp.rep
+	k := keys[i]
+	var needs []childKey
+	for _, ref := range g.RefersTo(i) {
+		needs = append(needs, keys[ref])
+	}
+	if desired.Outside(d, p) {
+		if refusal := refuse(rs, k, p); refusal != nil {
+			// Never written, as a taken name is not; what refers to it
+			// is not written either.
+			cp.blocked[k] = blockage{reason: refusal.Reason}
+			rep.count(k.Kind, stateTaken)
+			j.refused = append(j.refused, *refusal)
+			return true
+		}
+	}
+	if b := blockedBy(d, needs, cp.blocked); b != nil {
+		// Left unclaimed: a child of the parent's own of this name, made
+		// before, is pruned rather than left acting on someone else's;
+		// one that refers to a refused child is kept as it is.
+		why := cp.blocked[*b]
+		cp.blocked[k] = blockage{reason: why.reason, dependent: true}
+		j.taken = append(j.taken, refersToBlocked(k, *b, why))
+		if why.reason == ReasonNameTaken {
+			j.actsOnTaken = append(j.actsOnTaken, k)
+		}
+		return true
+	}
+	cp.claimed[k] = true
+	gvr := rs.gvrOf(k)
+	live := cp.live(k)
+	verdict := claimMine
+	if live != nil {
+		verdict = live.claimBy(p, rs.parentGVK.GroupKind())
+	}
+	unowned := live != nil && verdict == claimMine && live.unowned()
+	if unowned {
+		withoutOwnerReference(d, p)
+	}
+	created := live != nil && verdict == claimMine && live.created
+	if created {
+		markCreated(d, true)
+	}
+	norm, err := e.owner.normalize(d)
+	var fp fingerprint
+	if err == nil {
+		fp, err = fingerprintOf(norm)
+	}
+	if err != nil {
+		j.failure = &desired.Failure{Reason: "RenderFailed", Message: err.Error()}
+		return false
+	}
+	// Tier 1: the fields resyncd applied differ, and the server has not
+	// already found this very difference to change nothing.
+	mismatch := live != nil && (!live.owned || live.fingerprint != fp) && !e.isNoop(rs, live, fp)
+	switch {
+	case live == nil:
+		rep.count(k.Kind, stateMissing)
+		e.countDrift(rs, k.Kind, reasonMissing)
+		e.noteDrift(rep, Drift{Object: k.String(), Reason: reasonMissing, Desired: norm})
+		j.ops = append(j.ops, &op{kind: OpCreate, key: k, gvr: gvr, desired: cp.desired(d), fp: fp, lookFirst: rs.wasTaken(k), needs: needs, feeds: fed[i]})
+	case verdict == claimTaken:
+		delete(cp.claimed, k) // an orphan of a deleted parent is still pruned
+		cp.blocked[k] = blockage{reason: ReasonNameTaken}
+		rep.count(k.Kind, stateTaken)
+		j.taken = append(j.taken, takenMessage(live, p, rs.parentGVK.GroupKind()))
+		return true
+	case live.hold:
+		e.planHeld(rs, j, k, live, d, norm, mismatch, rep)
+		return true
+	case verdict == claimPredecessor && !rs.cfg.Prune:
+		// Left by an earlier parent of the same name, and resyncd may
+		// not delete it: the parent cannot have its own until someone does.
+		delete(cp.claimed, k)
+		cp.blocked[k] = blockage{reason: ReasonNameTaken}
+		rep.count(k.Kind, stateOrphaned)
+		j.taken = append(j.taken, fmt.Sprintf("%s was made for an earlier parent of this name; prune is off for this resource, so resyncd does not delete it: delete it to let this parent have its own", k))
+		return true
+	case verdict == claimPredecessor:
+		// Left by an earlier parent of the same name: remove it first;
+		// a later pass creates the new one.
+		rep.count(k.Kind, stateOrphaned)
+		e.countDrift(rs, k.Kind, reasonOrphaned)
+		e.noteDrift(rep, Drift{Object: k.String(), Reason: reasonOrphaned, Live: e.liveFields(live, nil)})
+		j.prunes = append(j.prunes, &op{kind: OpDelete, key: k, gvr: gvr, live: live})
+		j.pending++
+	case !cp.inJob && e.cfg.DriftCheck == config.DriftCheckServer, mismatch && (e.readOnly || j.withheld != ""):
+		// Settled by a dry-run in checkOnServer, and counted there: in
+		// server mode always; otherwise when no write may settle it.
+		j.checks = append(j.checks, &op{kind: OpUpdate, key: k, gvr: gvr, desired: e.kept(d), fp: fp, live: live, norm: e.keptNorm(norm), unowned: unowned, created: created})
+		j.children = append(j.children, live)
+		return true
+	case mismatch:
+		rep.count(k.Kind, stateDrifted)
+		e.countDrift(rs, k.Kind, reasonChanged)
+		e.noteDrift(rep, Drift{Object: k.String(), Reason: reasonChanged, Live: e.liveFields(live, d), Desired: norm})
+		j.ops = append(j.ops, &op{kind: OpUpdate, key: k, gvr: gvr, desired: cp.desired(d), fp: fp, live: live, needs: needs, feeds: fed[i], unowned: unowned, created: created})
+		j.children = append(j.children, live)
+		if cp.seenDrift != nil && nextDrift(rs, k, cp.now).fights == fightPasses-1 {
+			j.fights = append(j.fights, k)
+		}
+	default:
+		rep.count(k.Kind, stateInSync)
+		j.children = append(j.children, live)
+		j.synced = append(j.synced, syncedChild{key: k, resourceVersion: live.resourceVersion, desired: fp})
+		return true
+	}
+	if cp.seenDrift != nil {
+		rec := nextDrift(rs, k, cp.now)
+		cp.seenDrift[k] = rec
 		if rec.since.Before(j.since) {
 			j.since = rec.since
 		}
 	}
-	return j
+	return true
+}
+
+// desired is what an op keeps of d: within a job, d itself, written next;
+// at plan time what kept says.
+func (cp *childPlanner) desired(d *unstructured.Unstructured) *unstructured.Unstructured {
+	if cp.inJob {
+		return d
+	}
+	return cp.e.kept(d)
 }
 
 // planHeld books live, a child with resyncd.io/reconcile: disabled: its

@@ -224,7 +224,7 @@ func TestPruneParentGone(t *testing.T) {
 	}
 	r := &run{rs: rs, rep: &ResourceReport{}, budget: new(atomic.Int64)}
 	r.budget.Store(10)
-	_ = h.engine.write(t.Context(), r, &job{}, &op{kind: OpDelete, key: live.key, gvr: services, live: live}) // settled into the report
+	_, _ = h.engine.write(t.Context(), r, &job{}, &op{kind: OpDelete, key: live.key, gvr: services, live: live}) // settled into the report
 	got := h.mustGet(services, "prune", "stale")
 	if got.GetUID() != recreated.GetUID() {
 		t.Errorf("the re-created Service was deleted by a stale plan")

@@ -61,30 +61,43 @@ type ResourceReport struct {
 type kindState struct{ kind, state string }
 
 // count books one child of kind in state.
-func (r *ResourceReport) count(kind, state string) {
+func (r *ResourceReport) count(kind, state string) { r.tally(kind, state, 1) }
+
+// uncount takes back count(kind, state): a decision made again within a
+// job (replan).
+func (r *ResourceReport) uncount(kind, state string) { r.tally(kind, state, -1) }
+
+func (r *ResourceReport) tally(kind, state string, n int) {
 	switch state {
 	case stateInSync:
-		r.InSync++
+		r.InSync += n
 	case stateDrifted:
-		r.Drifted++
+		r.Drifted += n
 	case stateMissing:
-		r.Missing++
+		r.Missing += n
 	case stateOrphaned:
-		r.Orphaned++
+		r.Orphaned += n
 	case stateTaken:
-		r.Taken++
+		r.Taken += n
 	}
 	if r.objects == nil {
 		r.objects = map[kindState]int{}
 	}
-	r.objects[kindState{kind, state}]++
+	r.objects[kindState{kind, state}] += n
+}
+
+// merge adds the children o counted, and its drifts, to r.
+func (r *ResourceReport) merge(o *ResourceReport) {
+	for ks, n := range o.objects {
+		r.tally(ks.kind, ks.state, n)
+	}
+	r.Drifts = append(r.Drifts, o.Drifts...)
 }
 
 // missingWasTaken books a child counted missing as taken: its create
 // found an object of the name that resyncd may not write.
 func (r *ResourceReport) missingWasTaken(kind string) {
-	r.Missing--
-	r.objects[kindState{kind, stateMissing}]--
+	r.uncount(kind, stateMissing)
 	r.count(kind, stateTaken)
 }
 
