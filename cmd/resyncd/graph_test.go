@@ -124,15 +124,26 @@ spec: {image: nginx, replicas: 2, port: 8080, expose: true, config: [{name: A, v
 	}
 	out, code := resyncd(t, "render", "--config", cfg, "--parent", parent)
 	for _, want := range []string{
-		"# WebApp team/shop: 2 children\n# waiting: deployment waits for config: ConfigMap team/shop-config does not exist yet\n",
+		"# WebApp team/shop: 3 children\n",
 		"kind: ConfigMap\n", "  A: \"1\"\n", "kind: Service\n", "resyncd.io/parent-kind: WebApp.example.resyncd.io\n",
+		// Rendered from the ConfigMap as rendered, as one pass writes it.
+		"kind: Deployment\n", "            name: shop-config\n",
 	} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("exit %d, output lacks %q:\n%s", code, want, out)
 		}
 	}
-	if strings.Contains(out, "kind: Deployment") {
-		t.Errorf("the Deployment is rendered with no live ConfigMap:\n%s", out)
+	if strings.Contains(out, "# waiting") {
+		t.Errorf("a child waits for what is known offline:\n%s", out)
+	}
+
+	// A chain whose last child reads what only the API server sets: the
+	// first three are rendered, the last named as waiting for it.
+	cfg, _ = graphFiles(t, readFile(t, "../../testdata/graphs/chain.yaml"), "")
+	out, code = resyncd(t, "render", "--config", cfg, "--parent", parent)
+	want := "# WebApp team/shop: 3 children\n# waiting: address waits for service: resources[address].template.data.clusterIP: ${service.spec.clusterIP}: no such key: clusterIP\n"
+	if code != 0 || !strings.HasPrefix(out, want) || strings.Count(out, "\nkind: ") != 3 || !strings.Contains(out, "kind: Service\n") {
+		t.Errorf("chain: exit %d, want %q and the ConfigMap, Deployment and Service:\n%s", code, want, out)
 	}
 
 	// A kro RGD, and a parent written the kro way: its defaults left out,
@@ -157,7 +168,8 @@ spec: {name: shop}
 	}
 
 	// A collection: an item for each region and tier, and for each backup
-	// shard; the summary, which lists the items' live objects, waits.
+	// shard; the summary, which lists the items' objects, rendered from
+	// them as rendered.
 	cfg, _ = graphFiles(t, readFile(t, "../../testdata/kro/fan-out.yaml"), "")
 	text = strings.Replace(readFile(t, cfg), "{group: example.resyncd.io, version: v1alpha1, resource: webapps", "{group: kro.run, version: v1alpha1, resource: fanouts", 1)
 	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
@@ -169,7 +181,7 @@ spec: {name: shop}
 	}
 	out, code = resyncd(t, "render", "--config", cfg, "--parent", parent)
 	for _, want := range []string{
-		"# FanOut team/demo: 6 children\n# waiting: summary waits for configs: 4 of its 4 items do not exist yet, the first ConfigMap team/demo-eu-web\n",
+		"# FanOut team/demo: 7 children\n", "name: demo-summary\n",
 		"name: demo-eu-web\n", "name: demo-eu-api\n", "name: demo-us-web\n", "name: demo-us-api\n", "name: demo-backup-0\n", "name: demo-backup-1\n",
 		"  image: nginx:1.27\n",
 	} {

@@ -42,7 +42,7 @@ func TestParentKindOffline(t *testing.T) {
 	cfg = write("crd.yaml", "resources:\n  - {graph: "+webapp+", crd: "+crd+"}\n")
 	parent := write("parent.yaml", "apiVersion: example.resyncd.io/v1alpha1\nkind: WebApp\nmetadata: {name: shop, namespace: team}\nspec: {image: nginx}\n")
 	out, code := resyncd(t, "render", "--config", cfg, "--parent", parent)
-	if code != 0 || !strings.Contains(out, "# WebApp team/shop: 1 children") || !strings.Contains(out, "name: shop-config") {
+	if code != 0 || !strings.Contains(out, "# WebApp team/shop: 2 children") || !strings.Contains(out, "name: shop-config") || !strings.Contains(out, "kind: Deployment") {
 		t.Errorf("render with the crd file's defaults: exit %d\n%s", code, out)
 	}
 }

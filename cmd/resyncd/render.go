@@ -28,9 +28,10 @@ func newRenderCommand(g *globals) *cobra.Command {
 		Long: "render reads parents (YAML, several separated by ---) from --parent or standard input,\n" +
 			"finds the watched resource of each in the configuration, and prints the children its\n" +
 			"renderer or graph makes, stamped with the labels and owner reference resyncd applies.\n" +
-			"Nothing is read from a cluster: a child that refers to another child's live fields is\n" +
-			"listed as waiting, as it would be on the first pass. It exits 1 when a parent cannot be\n" +
-			"rendered.",
+			"Nothing is read from a cluster: a child that refers to another child's fields is rendered\n" +
+			"from that child as rendered, as one pass writes a chain; one that reads what only the API\n" +
+			"server sets (a uid, a clusterIP, a status) is listed as waiting. It exits 1 when a parent\n" +
+			"cannot be rendered.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := g.loadConfig(false)
@@ -124,7 +125,7 @@ func renderParent(cfg *config.Config, reg desired.Registry, parent *unstructured
 		// parent kind's schema (kro's spec.schema) defaults it.
 		d.Default(parent)
 	}
-	g, err := rd.Render(parent, nil)
+	g, stop, err := renderChain(rd, parent)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", id, err)
 	}
@@ -133,6 +134,9 @@ func renderParent(cfg *config.Config, reg desired.Registry, parent *unstructured
 	fmt.Fprintf(&b, "# %s: %d children\n", id, len(g.Children))
 	for _, w := range g.Waiting {
 		fmt.Fprintf(&b, "# waiting: %s\n", w.Message)
+	}
+	if stop != nil {
+		fmt.Fprintf(&b, "# not rendered from the children above: %v\n", stop)
 	}
 	refused := map[int]bool{}
 	for i, c := range g.Children {
@@ -165,6 +169,36 @@ func renderParent(cfg *config.Config, reg desired.Registry, parent *unstructured
 		b.Write(y)
 	}
 	return b.String(), nil
+}
+
+// renderChain renders parent as one pass writes it from nothing: while
+// children wait, it renders again with every child rendered so far taken
+// as the live object, as a pass does with what the API server returns of
+// each write. What only the server fills in (a uid, a Service's
+// clusterIP, a status) is not known offline, so a child that reads it
+// still waits. A render that fails with the children so far, which a
+// parent without the server's defaults may, ends the chain there: stop
+// says why.
+func renderChain(rd desired.Renderer, parent *unstructured.Unstructured) (g desired.Graph, stop error, err error) {
+	if g, err = rd.Render(parent, nil); err != nil {
+		return g, nil, err
+	}
+	for len(g.Waiting) > 0 {
+		live := make([]desired.Child, len(g.Children))
+		for i, c := range g.Children {
+			live[i] = desired.Child{Kind: c.GetKind(), Namespace: c.GetNamespace(), Name: c.GetName(), Object: c.DeepCopy().Object}
+		}
+		next, err := rd.Render(parent, live)
+		if err != nil {
+			return g, err, nil
+		}
+		done := len(next.Children) <= len(g.Children)
+		g = next // what the waiting ones miss, said with what is known now
+		if done {
+			break // no child more: the rest wait for the server
+		}
+	}
+	return g, nil, nil
 }
 
 // resourceOf finds the watched resource of parents of gvk: the one of its
