@@ -64,38 +64,12 @@ type resourceState struct {
 	gvr      schema.GroupVersionResource
 	renderer desired.Renderer
 	selector labels.Selector
-	// noops remembers the children that tier 1 called drifted and the
-	// server did not change, by UID, resourceVersion and desired content.
-	noops map[noopKey]bool
-	// nextNoops collects, during a pass, the entries of noops that are still
-	// of use and the new ones; it replaces noops when the pass ends, so the
-	// memory holds no entry of an object that changed or went away.
-	noopMu    sync.Mutex
-	nextNoops map[noopKey]bool
+	// mem is what the last pass learnt, and next what this one learns;
+	// next replaces mem when the pass ends. Only the planner and fold
+	// write next; the workers keep their lessons in their jobs.
+	mem, next *memory
 	// drift is what the last pass saw of each drifted child.
 	drift map[childKey]driftRecord
-	// memo is tier 1's result for each child at the resourceVersion the
-	// last pass read; nextMemo is filled by this pass and replaces it, as
-	// nextNoops does.
-	memo, nextMemo map[memoKey]memoEntry
-	// idle holds the parents the last pass found with nothing to do, by
-	// UID and resourceVersion, with the children it compared; nextIdle is
-	// filled by this pass and replaces it.
-	idle, nextIdle map[memoKey][]syncedChild
-	// taken holds the children whose name the last pass found to be an
-	// object resyncd may not write; nextTaken is filled by this pass.
-	takenMu          sync.Mutex
-	taken, nextTaken map[childKey]bool
-	// repaired holds the children whose update the last pass made;
-	// nextRepaired is filled by this pass. A child found drifted again
-	// right after is being changed by another writer.
-	repairedMu             sync.Mutex
-	repaired, nextRepaired map[childKey]bool
-	// announced holds the reason of the Stalled Event recorded for each
-	// parent whose status could not be written, so that the Event is not
-	// repeated every pass; nextAnnounced is filled by this pass.
-	announceMu               sync.Mutex
-	announced, nextAnnounced map[types.UID]string
 	// now holds a request to start the next pass early; see PassNow.
 	now chan struct{}
 	// parentGVK is the kind of the parents, learnt from the first parent
@@ -104,11 +78,8 @@ type resourceState struct {
 	// keepers keep what the renderer reads of the children of each kind.
 	keepers map[schema.GroupVersionResource]*keeper
 	// externals reads the renderer's external references, nil when it
-	// reads none; idleExternal holds, for each parent of idle, the
-	// versions of the external objects it read (externalVersions), and
-	// nextIdleExternal is filled by this pass, as nextIdle is.
-	externals                      *externals
-	idleExternal, nextIdleExternal map[memoKey]string
+	// reads none.
+	externals *externals
 	// kindOrder is the index of each kind of child in the renderer's
 	// ChildTypes, its apply order; prunes go the other way where a child's
 	// own position is not known.
@@ -305,7 +276,7 @@ func newEngine(cfg Settings, reader pageReader, writer objectWriter, opts Option
 		gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
 		rs := &resourceState{
 			cfg: r, cluster: e.cfg.Cluster, name: r.Name(), gvr: gvr, renderer: rd, selector: sel,
-			noops: map[noopKey]bool{}, drift: map[childKey]driftRecord{}, memo: map[memoKey]memoEntry{}, idle: map[memoKey][]syncedChild{}, now: make(chan struct{}, 1),
+			mem: newMemory(nil), drift: map[childKey]driftRecord{}, now: make(chan struct{}, 1),
 			keepers: map[schema.GroupVersionResource]*keeper{}, kindOrder: map[schema.GroupVersionResource]int{},
 		}
 		for i, ct := range rd.ChildTypes() {

@@ -20,9 +20,7 @@ const maxNote = 1024
 // for a Stalled reason announced while the status could not be written.
 func (e *Engine) recordTransitions(rs *resourceState, parent *unstructured.Unstructured, oldStatus, newStatus map[string]any) {
 	was, is := conditionOf(oldStatus, desired.ConditionStalled), conditionOf(newStatus, desired.ConditionStalled)
-	rs.announceMu.Lock()
-	announced := rs.announced[parent.GetUID()] == is["reason"]
-	rs.announceMu.Unlock()
+	announced := rs.mem.announced[parent.GetUID()] == is["reason"]
 	if is["status"] == "True" && (was["status"] != "True" || was["reason"] != is["reason"]) && !announced {
 		e.log.Warn("Parent stalled", zap.String("parent", objectID(parent)), zap.String("reason", str(is["reason"])),
 			zap.String("message", str(is["message"])))
@@ -79,14 +77,13 @@ func (e *Engine) recordFights(j *job) {
 // resyncd's permissions were cut): the status that would show the
 // transition never changes, so the Event is recorded once per parent and
 // reason and remembered from pass to pass instead.
-func (e *Engine) announceStalled(rs *resourceState, parent *unstructured.Unstructured, f *desired.Failure) {
+func (e *Engine) announceStalled(rs *resourceState, j *job, f *desired.Failure) {
 	if f == nil {
 		return
 	}
-	rs.announceMu.Lock()
-	seen := rs.announced[parent.GetUID()] == f.Reason
-	rs.nextAnnounced[parent.GetUID()] = f.Reason
-	rs.announceMu.Unlock()
+	parent := j.parent
+	seen := rs.mem.announced[parent.GetUID()] == f.Reason
+	j.learnt.announced = append(j.learnt.announced, announcement{parent: parent.GetUID(), reason: f.Reason})
 	if !seen {
 		e.log.Warn("Parent stalled", zap.String("parent", objectID(parent)), zap.String("reason", f.Reason), zap.String("message", f.Message))
 		if e.events != nil {

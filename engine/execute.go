@@ -290,7 +290,7 @@ func (e *Engine) settle(r *run, j *job, o *op, result *unstructured.Unstructured
 		noop := o.kind == OpUpdate && result.GetResourceVersion() == o.live.resourceVersion
 		e.refresh(r.rs, j, o, result)
 		if noop {
-			r.rs.rememberNoop(o.live, o.fp)
+			j.learnt.noops = append(j.learnt.noops, noopKey{string(o.live.uid), o.live.resourceVersion, o.fp})
 			r.add(func(rep *ResourceReport) { rep.NoOps++ })
 			if e.metrics != nil {
 				e.metrics.falsePositives.WithLabelValues(r.rs.cluster, r.rs.name, o.key.Kind).Inc()
@@ -299,9 +299,7 @@ func (e *Engine) settle(r *run, j *job, o *op, result *unstructured.Unstructured
 		}
 		j.applied = true
 		if o.kind == OpUpdate {
-			r.rs.repairedMu.Lock()
-			r.rs.nextRepaired[o.key] = true
-			r.rs.repairedMu.Unlock()
+			j.learnt.repaired = append(j.learnt.repaired, o.key)
 		}
 		r.add(func(rep *ResourceReport) {
 			if o.kind == OpCreate {
@@ -348,21 +346,12 @@ func (e *Engine) refresh(rs *resourceState, j *job, o *op, result *unstructured.
 	j.children = append(j.children, c)
 }
 
-// isNoop says whether the server already found live unchanged by fp.
-func (e *Engine) isNoop(rs *resourceState, live *liveChild, fp fingerprint) bool {
+// isNoop says whether the last pass found that applying fp to live
+// changes nothing, and the memory's key of that finding, which whoever
+// relies on it carries on to the next pass.
+func (rs *resourceState) isNoop(live *liveChild, fp fingerprint) (noopKey, bool) {
 	k := noopKey{string(live.uid), live.resourceVersion, fp}
-	if !rs.noops[k] {
-		return false
-	}
-	rs.rememberNoop(live, fp)
-	return true
-}
-
-// rememberNoop keeps, for the next pass, that applying fp to live changes nothing.
-func (rs *resourceState) rememberNoop(live *liveChild, fp fingerprint) {
-	rs.noopMu.Lock()
-	rs.nextNoops[noopKey{string(live.uid), live.resourceVersion, fp}] = true
-	rs.noopMu.Unlock()
+	return k, rs.mem.noops[k]
 }
 
 // writeStatus computes the parent's status and applies it to /status when
@@ -415,7 +404,7 @@ func (e *Engine) writeStatus(ctx context.Context, r *run, j *job) {
 			e.log.Warn("Status write failed", zap.String("parent", objectID(j.parent)), zap.Error(err))
 		}
 		if !transient {
-			e.announceStalled(r.rs, j.parent, obs.Failure)
+			e.announceStalled(r.rs, j, obs.Failure)
 		}
 	}
 	if m := e.metrics; m != nil {

@@ -161,18 +161,7 @@ func withoutOwnerReference(d *unstructured.Unstructured, p *unstructured.Unstruc
 }
 
 // wasTaken says whether the last pass found k's name taken.
-func (rs *resourceState) wasTaken(k childKey) bool {
-	rs.takenMu.Lock()
-	defer rs.takenMu.Unlock()
-	return rs.taken[k]
-}
-
-// noteTaken keeps, for the next pass, that k's name is taken.
-func (rs *resourceState) noteTaken(k childKey) {
-	rs.takenMu.Lock()
-	rs.nextTaken[k] = true
-	rs.takenMu.Unlock()
-}
+func (rs *resourceState) wasTaken(k childKey) bool { return rs.mem.taken[k] }
 
 // errTaken says a create found the name taken; create has booked it.
 var errTaken = errors.New("name taken")
@@ -317,6 +306,6 @@ func refersToBlocked(k, b childKey, why blockage) string {
 // bookTaken records that c's name, which j's parent renders, is taken.
 func (e *Engine) bookTaken(r *run, j *job, c *liveChild, gk schema.GroupKind) {
 	j.taken = append(j.taken, takenMessage(c, j.parent, gk))
-	r.rs.noteTaken(c.key)
+	j.learnt.taken = append(j.learnt.taken, c.key)
 	r.add(func(rep *ResourceReport) { rep.missingWasTaken(c.key.Kind) })
 }

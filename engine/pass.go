@@ -143,8 +143,10 @@ type job struct {
 	held         []desired.Held // children with resyncd.io/reconcile: disabled
 	withheld     string
 	since        time.Time // first sighting of its oldest drift
-	pending      int
-	applied      bool
+	// learnt is what the job's writes teach the next pass (fold).
+	learnt  lessons
+	pending int
+	applied bool
 }
 
 func (j *job) class() int {
@@ -186,7 +188,9 @@ func (e *Engine) pass(ctx context.Context, rs *resourceState, rep *ResourceRepor
 		e.sched.arrive()
 		return err
 	}
-	return e.execute(ctx, rs, jobs, rep)
+	err = e.execute(ctx, rs, jobs, rep)
+	fold(rs.next, jobs)
+	return err
 }
 
 // planPass reads the children and the parents and returns the pass's
@@ -204,6 +208,7 @@ func (e *Engine) planPass(ctx context.Context, rs *resourceState, rep *ResourceR
 	if err := e.checkOnServer(ctx, rs, jobs, rep); err != nil {
 		return nil, err
 	}
+	fold(rs.next, jobs) // before the jobs of parents found idle are dropped
 	// Parents whose every child the server found in sync.
 	jobs = slices.DeleteFunc(jobs, func(j *job) bool { return j.parent != nil && e.idle(rs, j) })
 	sortJobs(jobs)
@@ -219,27 +224,15 @@ type externalRead struct {
 
 // begin readies what a pass learns for the next one.
 func (rs *resourceState) begin() {
-	rs.nextNoops = map[noopKey]bool{}
-	rs.nextMemo = make(map[memoKey]memoEntry, len(rs.memo))
-	rs.nextIdle = make(map[memoKey][]syncedChild, len(rs.idle))
-	rs.nextTaken = map[childKey]bool{}
-	rs.nextRepaired = map[childKey]bool{}
-	rs.nextAnnounced = map[types.UID]string{}
+	rs.next = newMemory(rs.mem)
 	if rs.externals != nil {
 		rs.externals.begin()
-		rs.nextIdleExternal = map[memoKey]string{}
 	}
 }
 
 // end keeps what the pass learnt, and only that, for the next one.
 func (rs *resourceState) end() {
-	rs.taken, rs.nextTaken = rs.nextTaken, nil
-	rs.repaired, rs.nextRepaired = rs.nextRepaired, nil
-	rs.announced, rs.nextAnnounced = rs.nextAnnounced, nil
-	rs.noops, rs.nextNoops = rs.nextNoops, nil
-	rs.memo, rs.nextMemo = rs.nextMemo, nil
-	rs.idle, rs.nextIdle = rs.nextIdle, nil
-	rs.idleExternal, rs.nextIdleExternal = rs.nextIdleExternal, nil
+	rs.mem, rs.next = rs.next, nil
 	rs.externals.end()
 }
 
@@ -259,7 +252,7 @@ func (e *Engine) readChildren(ctx context.Context, rs *resourceState) (map[child
 			if wide && !rs.watches(u) {
 				return nil // the child of a parent another entry watches
 			}
-			c, err := e.owner.reduceChild(u, ct.GVR, e.keepFields, e.cfg.DriftCheck == config.DriftCheckServer, rs.memo, rs.nextMemo)
+			c, err := e.owner.reduceChild(u, ct.GVR, e.keepFields, e.cfg.DriftCheck == config.DriftCheckServer, rs.mem.memo, rs.next.memo)
 			if err != nil {
 				return err
 			}
@@ -375,11 +368,14 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 		e.planUnrendered(rs, j, mine, claimed, seenDrift, now, rep)
 		if !e.idle(rs, j) {
 			jobs = append(jobs, j)
-		} else if e.cfg.DriftCheck != config.DriftCheckServer && !e.keepFields && len(j.taken)+len(j.held)+len(j.refused) == 0 {
+			return nil
+		}
+		fold(rs.next, []*job{j}) // the no-ops its plan relied on
+		if e.cfg.DriftCheck != config.DriftCheckServer && !e.keepFields && len(j.taken)+len(j.held)+len(j.refused) == 0 {
 			key := memoKey{uid: p.GetUID(), resourceVersion: p.GetResourceVersion()}
-			rs.nextIdle[key] = j.synced
+			rs.next.idle[key] = j.synced
 			if rs.externals != nil {
-				rs.nextIdleExternal[key] = externalVersions(j.external)
+				rs.next.idleExternal[key] = externalVersions(j.external)
 			}
 		}
 		return nil
@@ -430,17 +426,17 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 func (e *Engine) stillIdle(rs *resourceState, p *unstructured.Unstructured, children map[childKey]*liveChild,
 	mine []*liveChild, claimed map[childKey]bool, rep *ResourceReport, ext externalRead) bool {
 	key := memoKey{uid: p.GetUID(), resourceVersion: p.GetResourceVersion()}
-	synced, ok := rs.idle[key]
+	synced, ok := rs.mem.idle[key]
 	if !ok {
 		return false
 	}
 	if rs.externals != nil {
 		// The external objects it read must be the same versions too.
-		v, ok := rs.idleExternal[key]
+		v, ok := rs.mem.idleExternal[key]
 		if !ok || ext.failure != nil || v != externalVersions(ext.found) {
 			return false
 		}
-		defer func() { rs.nextIdleExternal[key] = v }()
+		defer func() { rs.next.idleExternal[key] = v }()
 	}
 	for _, s := range synced {
 		c := children[s.key]
@@ -456,9 +452,11 @@ func (e *Engine) stillIdle(rs *resourceState, p *unstructured.Unstructured, chil
 	for _, s := range synced {
 		claimed[s.key] = true
 		rep.count(s.key.Kind, stateInSync)
-		e.isNoop(rs, children[s.key], s.desired) // carries a remembered no-op on
+		if k, noop := rs.isNoop(children[s.key], s.desired); noop {
+			rs.next.noops[k] = true // a remembered no-op carried on
+		}
 	}
-	rs.nextIdle[key] = synced
+	rs.next.idle[key] = synced
 	return true
 }
 
@@ -728,7 +726,13 @@ func (cp *childPlanner) plan(g desired.Graph, keys []childKey, fed []bool, i int
 	}
 	// Tier 1: the fields resyncd applied differ, and the server has not
 	// already found this very difference to change nothing.
-	mismatch := live != nil && (!live.owned || live.fingerprint != fp) && !e.isNoop(rs, live, fp)
+	mismatch := live != nil && (!live.owned || live.fingerprint != fp)
+	if mismatch {
+		if k, noop := rs.isNoop(live, fp); noop {
+			mismatch = false
+			j.learnt.noops = append(j.learnt.noops, k) // carried on
+		}
+	}
 	switch {
 	case live == nil:
 		rep.count(k.Kind, stateMissing)
@@ -906,7 +910,7 @@ func nextDrift(rs *resourceState, k childKey, now time.Time) driftRecord {
 		return driftRecord{since: now, passes: 1}
 	}
 	rec.passes++
-	if rs.repaired[k] {
+	if rs.mem.repaired[k] {
 		rec.fights++
 	} else {
 		rec.fights = 0
@@ -1010,8 +1014,8 @@ func (rs *resourceState) pruneOrder(prunes []*op) {
 // and is kept while live is unchanged.
 func (rs *resourceState) notePosition(live *liveChild, i int) {
 	key := memoKey{uid: live.uid, resourceVersion: live.resourceVersion}
-	if m, ok := rs.nextMemo[key]; ok && m.position != int32(i+1) {
+	if m, ok := rs.next.memo[key]; ok && m.position != int32(i+1) {
 		m.position = int32(i + 1)
-		rs.nextMemo[key] = m
+		rs.next.memo[key] = m
 	}
 }

@@ -241,13 +241,13 @@ func TestIdleParentsRemembered(t *testing.T) {
 	h.sync()
 	h.sync()
 	rs := h.engine.resources[0]
-	if len(rs.idle) != 1 {
-		t.Fatalf("after a pass with nothing to do, %d parents remembered as idle, want 1", len(rs.idle))
+	if len(rs.mem.idle) != 1 {
+		t.Fatalf("after a pass with nothing to do, %d parents remembered as idle, want 1", len(rs.mem.idle))
 	}
 	// A renderer that fails shows whether the parent is rendered again.
 	rs.renderer = failingRenderer{rs.renderer}
-	if rep := h.sync(); rep.InSync != 2 || rep.Stalled != 0 || len(rs.idle) != 1 {
-		t.Fatalf("unchanged parent: %+v, %d idle; want 2 in sync and no rendering", rep, len(rs.idle))
+	if rep := h.sync(); rep.InSync != 2 || rep.Stalled != 0 || len(rs.mem.idle) != 1 {
+		t.Fatalf("unchanged parent: %+v, %d idle; want 2 in sync and no rendering", rep, len(rs.mem.idle))
 	}
 	rs.renderer = rs.renderer.(failingRenderer).Renderer
 

@@ -57,7 +57,7 @@ func (e *Engine) settleCheck(rs *resourceState, j *job, o *op, drifted bool, mu 
 	defer mu.Unlock()
 	if !drifted {
 		if e.cfg.DriftCheck != config.DriftCheckServer {
-			rs.rememberNoop(o.live, o.fp) // tier 1 was wrong: do not ask again
+			j.learnt.noops = append(j.learnt.noops, noopKey{string(o.live.uid), o.live.resourceVersion, o.fp}) // tier 1 was wrong: do not ask again
 			if e.metrics != nil {
 				e.metrics.falsePositives.WithLabelValues(rs.cluster, rs.name, o.key.Kind).Inc()
 			}
