@@ -38,9 +38,8 @@ type run struct {
 	// that the batch in flight finishes.
 	ctx, inFlight context.Context
 	budget        *atomic.Int64
-	mu            sync.Mutex
 	rep           *ResourceReport
-	logged        int
+	logged        atomic.Int32
 	// started is the batch of the pass's last job taken; waiting counts
 	// its jobs queued or running; dropped are those never started. The
 	// scheduler's lock guards the three.
@@ -191,37 +190,24 @@ func (e *Engine) runJob(ctx context.Context, r *run, j *job) {
 
 // admit says whether o may be written now: not withheld, within budget.
 func (e *Engine) admit(r *run, j *job, o *op) bool {
-	if j.withheld != "" {
-		r.add(func(rep *ResourceReport) { rep.Withheld++ })
-		j.pending++
-		return false
+	var held result
+	switch {
+	case j.withheld != "":
+		held = resultWithheld
+	case j.failure != nil && o.kind != OpDelete:
+		held = resultBlocked
+	case r.budget.Add(-1) < 0:
+		held = resultDeferred
+	default:
+		return true
 	}
-	if j.failure != nil && o.kind != OpDelete {
-		r.add(func(rep *ResourceReport) { rep.Blocked++ })
-		j.pending++
-		return false
-	}
-	if r.budget.Add(-1) < 0 {
-		r.add(func(rep *ResourceReport) { rep.Deferred++ })
-		j.pending++
-		return false
-	}
-	return true
+	j.book(outcome{key: o.key, verb: o.kind, result: held})
+	j.pending++
+	return false
 }
 
 // mayLog says whether another write error may be logged in this pass.
-func (r *run) mayLog() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.logged++
-	return r.logged <= maxLoggedErrors
-}
-
-func (r *run) add(f func(*ResourceReport)) {
-	r.mu.Lock()
-	f(r.rep)
-	r.mu.Unlock()
-}
+func (r *run) mayLog() bool { return r.logged.Add(1) <= maxLoggedErrors }
 
 // write makes one child write, retrying transient errors, and returns
 // whether it changed the object and its error: errTaken when a create
@@ -265,68 +251,57 @@ func (e *Engine) paced(ctx context.Context, retriable func(error) bool, write fu
 	})
 }
 
-// settle books the outcome of a write and returns the result label.
+// settle books the outcome of a write in its job and returns the result
+// label of resyncd_applies_total.
 func (e *Engine) settle(r *run, j *job, o *op, result *unstructured.Unstructured, err error) string {
+	out := outcome{key: o.key, verb: o.kind, err: err}
+	if result != nil {
+		out.resourceVersion = result.GetResourceVersion()
+	}
 	switch {
 	case o.kind == OpRelease && apierrors.IsNotFound(err):
-		return "noop" // gone, or re-created: nothing of the plan's to release
+		out.result = resultNoop // gone, or re-created: nothing of the plan's to release
 	case err == nil && o.kind == OpRelease:
-		r.add(func(rep *ResourceReport) { rep.Released++ })
+		out.result = resultSuccess
 		j.applied = true
 		e.log.Info("Released", zap.String("object", o.key.String()))
-		return "success"
 	case err == nil && o.kind == OpDelete, o.kind == OpDelete && apierrors.IsNotFound(err): // gone already
-		r.add(func(rep *ResourceReport) { rep.Deleted++ })
+		out.result = resultSuccess
 		j.applied = err == nil
-		return "success"
 	case o.kind == OpDelete && apierrors.IsConflict(err):
 		// Re-created with another UID since it was read: the precondition
 		// kept a stale plan from deleting the new object, which the next
 		// pass judges afresh.
-		r.add(func(rep *ResourceReport) { rep.Superseded++ })
+		out.result = resultSuperseded
 		e.log.Info("Not deleted: re-created since it was read", zap.String("object", o.key.String()), zap.String("uid", string(o.live.uid)))
-		return "noop"
-	case err == nil:
-		noop := o.kind == OpUpdate && result.GetResourceVersion() == o.live.resourceVersion
+	case err == nil && o.kind == OpUpdate && result.GetResourceVersion() == o.live.resourceVersion:
+		out.result = resultNoop
 		e.refresh(r.rs, j, o, result)
-		if noop {
-			j.learnt.noops = append(j.learnt.noops, noopKey{string(o.live.uid), o.live.resourceVersion, o.fp})
-			r.add(func(rep *ResourceReport) { rep.NoOps++ })
-			if e.metrics != nil {
-				e.metrics.falsePositives.WithLabelValues(r.rs.cluster, r.rs.name, o.key.Kind).Inc()
-			}
-			return "noop"
+		j.learnt.noops = append(j.learnt.noops, noopKey{string(o.live.uid), o.live.resourceVersion, o.fp})
+		if e.metrics != nil {
+			e.metrics.falsePositives.WithLabelValues(r.rs.cluster, r.rs.name, o.key.Kind).Inc()
 		}
+	case err == nil:
+		out.result = resultSuccess
+		e.refresh(r.rs, j, o, result)
 		j.applied = true
 		if o.kind == OpUpdate {
 			j.learnt.repaired = append(j.learnt.repaired, o.key)
 		}
-		r.add(func(rep *ResourceReport) {
-			if o.kind == OpCreate {
-				rep.Created++
-			} else {
-				rep.Updated++
-			}
-		})
 		e.log.Info("Applied", zap.String("object", o.key.String()), zap.String("operation", string(o.kind)))
-		return "success"
-	}
-	j.pending++
-	transient := r.transient(err)
-	r.add(func(rep *ResourceReport) {
-		rep.Failed++
-		if transient {
-			rep.Transient++
+	default:
+		out.result, out.transient = resultFailed, r.transient(err)
+		j.pending++
+		if !out.transient && j.parent != nil && j.failure == nil {
+			j.failure = &desired.Failure{Reason: failureReason(err), Message: fmt.Sprintf("%s %s: %s", o.kind, o.key, apiMessage(err))}
 		}
-	})
-	if !transient && j.parent != nil && j.failure == nil {
-		j.failure = &desired.Failure{Reason: failureReason(err), Message: fmt.Sprintf("%s %s: %s", o.kind, o.key, apiMessage(err))}
+		if r.mayLog() {
+			e.log.Warn("Write failed", zap.String("object", o.key.String()), zap.String("operation", string(o.kind)),
+				zap.Bool("transient", out.transient), zap.Error(err))
+		}
 	}
-	if r.mayLog() {
-		e.log.Warn("Write failed", zap.String("object", o.key.String()), zap.String("operation", string(o.kind)),
-			zap.Bool("transient", transient), zap.Error(err))
-	}
-	return "error"
+	j.book(out)
+	return out.result.label()
 }
 
 // refresh replaces what the job knows of a child with the write's result.
@@ -358,9 +333,7 @@ func (rs *resourceState) isNoop(live *liveChild, fp fingerprint) (noopKey, bool)
 // it differs from what the parent shows.
 func (e *Engine) writeStatus(ctx context.Context, r *run, j *job) {
 	obs := e.observe(j)
-	if obs.Failure != nil {
-		r.add(func(rep *ResourceReport) { rep.Stalled++ })
-	}
+	j.stalled = obs.Failure != nil
 	st, err := status(r.rs, j.parent, obs)
 	if err != nil {
 		e.log.Warn("Status failed", zap.String("parent", objectID(j.parent)), zap.Error(err))
@@ -371,7 +344,7 @@ func (e *Engine) writeStatus(ctx context.Context, r *run, j *job) {
 		return
 	}
 	if r.budget.Add(-1) < 0 {
-		r.add(func(rep *ResourceReport) { rep.Deferred++ })
+		j.book(outcome{verb: OpStatus, result: resultDeferred})
 		return
 	}
 	status := &unstructured.Unstructured{Object: map[string]any{
@@ -384,31 +357,24 @@ func (e *Engine) writeStatus(ctx context.Context, r *run, j *job) {
 		_, err := e.writer.apply(ctx, r.rs.gvr, status, applyOptions{subresource: "status"})
 		return err
 	})
-	outcome := "success"
+	out := outcome{verb: OpStatus, result: resultSuccess, err: err}
 	switch {
 	case err == nil:
-		r.add(func(rep *ResourceReport) { rep.Statuses++ })
 		e.recordTransitions(r.rs, j.parent, old, st)
 	case apierrors.IsNotFound(err): // deleted during the pass
-		outcome = "noop"
+		out.result = resultNoop
 	default:
-		outcome = "error"
-		transient := r.transient(err)
-		r.add(func(rep *ResourceReport) {
-			rep.Failed++
-			if transient {
-				rep.Transient++
-			}
-		})
+		out.result, out.transient = resultFailed, r.transient(err)
 		if r.mayLog() {
 			e.log.Warn("Status write failed", zap.String("parent", objectID(j.parent)), zap.Error(err))
 		}
-		if !transient {
+		if !out.transient {
 			e.announceStalled(r.rs, j, obs.Failure)
 		}
 	}
+	j.book(out)
 	if m := e.metrics; m != nil {
-		m.applies.WithLabelValues(r.rs.cluster, r.rs.name, j.parent.GetKind(), string(OpStatus), outcome).Inc()
+		m.applies.WithLabelValues(r.rs.cluster, r.rs.name, j.parent.GetKind(), string(OpStatus), out.result.label()).Inc()
 		m.applyDuration.WithLabelValues(r.rs.cluster, string(OpStatus)).Observe(e.now().Sub(start).Seconds())
 	}
 }

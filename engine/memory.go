@@ -64,8 +64,52 @@ type announcement struct {
 	reason string
 }
 
-// fold adds what each job learnt to next, and forgets it in the job.
-func fold(next *memory, jobs []*job) {
+// result is what one write came to.
+type result int
+
+const (
+	resultSuccess result = iota // made: the object changed (or, for a delete, is gone)
+	resultNoop                  // made, and the server changed nothing; or nothing was left to do
+	resultFailed
+	resultSuperseded // a delete whose UID precondition failed: the object was re-created
+	resultTaken      // a create that found the name someone else's; nothing written
+	resultWithheld   // not made on purpose: warn mode, paused, reconcile disabled
+	resultBlocked    // not made: the parent is blocked by a permanent error
+	resultDeferred   // not made: the pass's budget is spent
+)
+
+// label is the result label of resyncd_applies_total.
+func (r result) label() string {
+	switch r {
+	case resultSuccess:
+		return "success"
+	case resultFailed:
+		return "error"
+	default:
+		return "noop"
+	}
+}
+
+// outcome is what one write of a job, or one not made, came to; fold
+// turns a pass's outcomes into its report.
+type outcome struct {
+	key  childKey // empty for the parent's status
+	verb Operation
+	// resourceVersion is the object's after the write, when it was made.
+	resourceVersion string
+	result          result
+	// transient: a failure that may pass (isTransient, or a 403 while the
+	// server warms up).
+	transient bool
+	err       error
+}
+
+// book keeps o for fold; only the job's worker calls it.
+func (j *job) book(o outcome) { j.outcomes = append(j.outcomes, o) }
+
+// fold adds what each job learnt to next, and books what its writes came
+// to in rep; it forgets both in the job.
+func fold(next *memory, rep *ResourceReport, jobs []*job) {
 	for _, j := range jobs {
 		l := &j.learnt
 		for _, k := range l.noops {
@@ -81,5 +125,15 @@ func fold(next *memory, jobs []*job) {
 			next.announced[a.parent] = a.reason
 		}
 		*l = lessons{}
+		for _, o := range j.outcomes {
+			rep.book(o)
+		}
+		j.outcomes = nil
+		rep.merge(&j.recounted)
+		j.recounted = ResourceReport{}
+		if j.stalled {
+			rep.Stalled++
+			j.stalled = false
+		}
 	}
 }

@@ -307,5 +307,5 @@ func refersToBlocked(k, b childKey, why blockage) string {
 func (e *Engine) bookTaken(r *run, j *job, c *liveChild, gk schema.GroupKind) {
 	j.taken = append(j.taken, takenMessage(c, j.parent, gk))
 	j.learnt.taken = append(j.learnt.taken, c.key)
-	r.add(func(rep *ResourceReport) { rep.missingWasTaken(c.key.Kind) })
+	j.book(outcome{key: c.key, verb: OpCreate, result: resultTaken})
 }

@@ -143,10 +143,16 @@ type job struct {
 	held         []desired.Held // children with resyncd.io/reconcile: disabled
 	withheld     string
 	since        time.Time // first sighting of its oldest drift
-	// learnt is what the job's writes teach the next pass (fold).
-	learnt  lessons
-	pending int
-	applied bool
+	// outcomes are what its writes came to; recounted, the children
+	// counted again as the job rendered its parent again (replan); stalled,
+	// that its status showed a permanent error; learnt, what its writes
+	// teach the next pass. fold books them all.
+	outcomes  []outcome
+	recounted ResourceReport
+	stalled   bool
+	learnt    lessons
+	pending   int
+	applied   bool
 }
 
 func (j *job) class() int {
@@ -189,7 +195,7 @@ func (e *Engine) pass(ctx context.Context, rs *resourceState, rep *ResourceRepor
 		return err
 	}
 	err = e.execute(ctx, rs, jobs, rep)
-	fold(rs.next, jobs)
+	fold(rs.next, rep, jobs)
 	return err
 }
 
@@ -208,7 +214,7 @@ func (e *Engine) planPass(ctx context.Context, rs *resourceState, rep *ResourceR
 	if err := e.checkOnServer(ctx, rs, jobs, rep); err != nil {
 		return nil, err
 	}
-	fold(rs.next, jobs) // before the jobs of parents found idle are dropped
+	fold(rs.next, rep, jobs) // before the jobs of parents found idle are dropped
 	// Parents whose every child the server found in sync.
 	jobs = slices.DeleteFunc(jobs, func(j *job) bool { return j.parent != nil && e.idle(rs, j) })
 	sortJobs(jobs)
@@ -370,7 +376,7 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 			jobs = append(jobs, j)
 			return nil
 		}
-		fold(rs.next, []*job{j}) // the no-ops its plan relied on
+		fold(rs.next, rep, []*job{j}) // the no-ops its plan relied on
 		if e.cfg.DriftCheck != config.DriftCheckServer && !e.keepFields && len(j.taken)+len(j.held)+len(j.refused) == 0 {
 			key := memoKey{uid: p.GetUID(), resourceVersion: p.GetResourceVersion()}
 			rs.next.idle[key] = j.synced

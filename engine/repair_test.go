@@ -224,7 +224,11 @@ func TestPruneParentGone(t *testing.T) {
 	}
 	r := &run{rs: rs, rep: &ResourceReport{}, budget: new(atomic.Int64)}
 	r.budget.Store(10)
-	_, _ = h.engine.write(t.Context(), r, &job{}, &op{kind: OpDelete, key: live.key, gvr: services, live: live}) // settled into the report
+	j := &job{}
+	_, _ = h.engine.write(t.Context(), r, j, &op{kind: OpDelete, key: live.key, gvr: services, live: live})
+	if len(j.outcomes) != 1 || j.outcomes[0].result != resultSuperseded {
+		t.Errorf("outcomes of the stale delete: %+v, want one, superseded", j.outcomes)
+	}
 	got := h.mustGet(services, "prune", "stale")
 	if got.GetUID() != recreated.GetUID() {
 		t.Errorf("the re-created Service was deleted by a stale plan")

@@ -64,7 +64,7 @@ func (e *Engine) replan(r *run, j *job, at int, written map[childKey]bool, taken
 			break
 		}
 	}
-	r.add(func(into *ResourceReport) { into.merge(&rep) })
+	j.recounted.merge(&rep)
 }
 
 // stateOf is the state a child planned for the write kind is counted in.

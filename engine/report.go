@@ -119,3 +119,41 @@ type Drift struct {
 	// Desired are the fields resyncd would apply; nil when orphaned.
 	Desired map[string]any
 }
+
+// book counts one write's outcome.
+func (r *ResourceReport) book(o outcome) {
+	switch o.result {
+	case resultSuccess:
+		switch o.verb {
+		case OpCreate:
+			r.Created++
+		case OpUpdate:
+			r.Updated++
+		case OpDelete:
+			r.Deleted++
+		case OpRelease:
+			r.Released++
+		case OpStatus:
+			r.Statuses++
+		}
+	case resultNoop:
+		if o.verb == OpUpdate {
+			r.NoOps++
+		}
+	case resultFailed:
+		r.Failed++
+		if o.transient {
+			r.Transient++
+		}
+	case resultSuperseded:
+		r.Superseded++
+	case resultTaken:
+		r.missingWasTaken(o.key.Kind)
+	case resultWithheld:
+		r.Withheld++
+	case resultBlocked:
+		r.Blocked++
+	case resultDeferred:
+		r.Deferred++
+	}
+}
