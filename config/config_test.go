@@ -104,6 +104,38 @@ func TestLoadClusters(t *testing.T) {
 	}
 }
 
+// loadWith loads the fixture name with the environment env and the
+// command line's overrides.
+func loadWith(name string, env, overrides map[string]string) (*Config, error) {
+	return Load(fixture(name), Options{
+		Renderers: renderers,
+		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		Overrides: overrides,
+	})
+}
+
+// TestLoadClustersInheritOverrides: a cluster's apply keys left out are
+// the top-level apply's after the environment and the command line, and
+// those it sets stay its own.
+func TestLoadClustersInheritOverrides(t *testing.T) {
+	env := map[string]string{"RESYNCD_APPLY_QPS": "20", "RESYNCD_APPLY_BURST": "90"}
+	got, err := loadWith("clusters.yaml", env, map[string]string{"apply.concurrency": "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := Apply{Concurrency: 2, BatchSize: 50, QPS: 20, Burst: 90, MaxWritesPerPass: 2000}
+	east := top
+	east.QPS, east.MaxWritesPerPass = 10, 100
+	want := []Apply{east, top, top, top}
+	var applies []Apply
+	for _, c := range got.Clusters {
+		applies = append(applies, c.Apply)
+	}
+	if diff := cmp.Diff(want, applies); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
 func TestLoadOverrides(t *testing.T) {
 	env := map[string]string{
 		"RESYNCD_APPLY_CONCURRENCY":            "3",
@@ -111,11 +143,7 @@ func TestLoadOverrides(t *testing.T) {
 		"RESYNCD_LOG_LEVEL":                    "warn", // the command line wins
 		"RESYNCD_UNRELATED":                    "ignored",
 	}
-	got, err := Load(fixture("minimal.yaml"), Options{
-		Renderers: renderers,
-		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
-		Overrides: map[string]string{"log.level": "debug", "log.format": "console"},
-	})
+	got, err := loadWith("minimal.yaml", env, map[string]string{"log.level": "debug", "log.format": "console"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,11 +160,7 @@ func TestLoadOverrides(t *testing.T) {
 
 func TestLoadBadOverrides(t *testing.T) {
 	env := map[string]string{"RESYNCD_PAGESIZE": "many", "RESYNCD_LEADERELECTION_RETRYPERIOD": "often"}
-	_, err := Load(fixture("minimal.yaml"), Options{
-		Renderers: renderers,
-		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
-		Overrides: map[string]string{"log.colour": "yes"},
-	})
+	_, err := loadWith("minimal.yaml", env, map[string]string{"log.colour": "yes"})
 	want := strings.Join([]string{
 		`$RESYNCD_LEADERELECTION_RETRYPERIOD: leaderElection.retryPeriod: "often" is not a duration (for example 30s, 5m, 1h)`,
 		`$RESYNCD_PAGESIZE: pageSize: "many" is not a whole number`,
@@ -448,6 +472,27 @@ func TestServerURL(t *testing.T) {
 	} {
 		if got := ServerURL(in); got != want {
 			t.Errorf("ServerURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// BenchmarkLoad loads every fixture, good and bad, as the daemon does at
+// start and on each reload.
+func BenchmarkLoad(b *testing.B) {
+	files, err := filepath.Glob(fixture("*.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts := Options{Renderers: renderers, LookupEnv: func(key string) (string, bool) {
+		if key == EnvVar("apply.concurrency") {
+			return "4", true
+		}
+		return "", false
+	}, CheckGraph: fakeGraphs}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, file := range files {
+			_, _ = Load(file, opts)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -87,11 +86,16 @@ func Load(path string, opts Options) (*Config, error) {
 
 	// The problems found so far are out of the document and the sources:
 	// decode and validate the rest, so that every problem is reported.
-	valid, err := yaml.Marshal(&doc)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	var file map[string]any
+	if len(doc.Content) > 0 {
+		if err := doc.Decode(&file); err != nil {
+			if perr := ps.err(); perr != nil {
+				return nil, perr
+			}
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 	}
-	cfg, err := decode(path, valid, keys, withoutProblems(opts, env))
+	cfg, err := decode(path, file, keys, withoutProblems(opts, env))
 	if err != nil {
 		if perr := ps.err(); perr != nil {
 			return nil, perr
@@ -179,12 +183,23 @@ func withoutProblems(opts Options, problems []Problem) Options {
 	return out
 }
 
-// decode merges defaults, the file's content data, environment and
-// overrides with viper.
-func decode(path string, data []byte, keys map[string]reflect.Value, opts Options) (*Config, error) {
+// decode merges defaults, the file's values, environment and overrides
+// with viper, and decodes them into a Config in one pass.
+func decode(path string, file map[string]any, keys map[string]reflect.Value, opts Options) (*Config, error) {
+	// viper knows no defaults inside lists: each item is decoded over its
+	// own, made before the decode that fills them in.
+	cfg := Default()
+	cfg.Resources = make([]Resource, len(items(file, "resources")))
+	for i := range cfg.Resources {
+		cfg.Resources[i] = DefaultResource()
+	}
+	clusters := items(file, "clusters")
+	cfg.Clusters = make([]Cluster, len(clusters))
+	// Read before viper lower-cases the keys of the map it is given.
+	inherited := applyLeftOut(clusters)
+
 	v := viper.New()
-	v.SetConfigType("yaml")
-	if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
+	if err := v.MergeConfigMap(file); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	for key, def := range keys {
@@ -198,42 +213,43 @@ func decode(path string, data []byte, keys map[string]reflect.Value, opts Option
 	for key, val := range opts.Overrides {
 		v.Set(key, val)
 	}
-	cfg := Default()
 	hook := viper.DecodeHook(mapstructure.StringToTimeDurationHookFunc())
 	if err := v.Unmarshal(&cfg, hook); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	// viper knows no defaults inside lists: decode each item over its own.
-	var err error
-	if cfg.Resources, err = decodeList(path, v, "resources", DefaultResource); err != nil {
-		return nil, err
-	}
-	// A cluster's apply keys left out are the top-level apply's.
-	if cfg.Clusters, err = decodeList(path, v, "clusters", func() Cluster { return Cluster{Apply: cfg.Apply} }); err != nil {
-		return nil, err
+	// A cluster's apply keys left out are the top-level apply's, as the
+	// environment and the overrides leave it.
+	top := reflect.ValueOf(cfg.Apply)
+	for i, fields := range inherited {
+		apply := reflect.ValueOf(&cfg.Clusters[i].Apply).Elem()
+		for _, f := range fields {
+			apply.FieldByIndex(f.Index).Set(top.FieldByIndex(f.Index))
+		}
 	}
 	return &cfg, nil
 }
 
-// decodeList decodes each item of the list at key over the value def makes.
-func decodeList[T any](path string, v *viper.Viper, key string, def func() T) ([]T, error) {
-	raw, _ := v.Get(key).([]any)
-	out := make([]T, len(raw))
-	for i, item := range raw {
-		out[i] = def()
-		dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
-			DecodeHook:       mapstructure.StringToTimeDurationHookFunc(),
-			WeaklyTypedInput: true,
-			Result:           &out[i],
-		})
-		if err != nil {
-			return nil, err
-		}
-		if err := dec.Decode(item); err != nil {
-			return nil, fmt.Errorf("%s: %s[%d]: %w", path, key, i, err)
+// items is the list the file holds at key, nil when it holds none.
+func items(file map[string]any, key string) []any {
+	list, _ := file[key].([]any)
+	return list
+}
+
+// applyLeftOut returns, for each cluster item, the fields of Apply its
+// apply leaves out.
+func applyLeftOut(clusters []any) [][]reflect.StructField {
+	fields := fieldsOf(reflect.TypeFor[Apply]())
+	out := make([][]reflect.StructField, len(clusters))
+	for i, item := range clusters {
+		cluster, _ := item.(map[string]any)
+		set, _ := cluster["apply"].(map[string]any)
+		for name, f := range fields {
+			if _, ok := set[name]; !ok {
+				out[i] = append(out[i], f)
+			}
 		}
 	}
-	return out, nil
+	return out
 }
 
 // relativeTo is file, when relative, joined to the directory of the
