@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/pager"
 
 	"github.com/resyncd/resyncd/desired"
+	"github.com/resyncd/resyncd/engine"
 )
 
 // dynamicClient reads kubeconfig, with no client-side rate limit: the
@@ -97,7 +98,7 @@ func floorApply(ctx context.Context, client dynamic.Interface, parent *unstructu
 	desired.Stamp(g, parent) // what resyncd applies: content and identity
 	force := true
 	opts := metav1.PatchOptions{FieldManager: "resyncd", Force: &force}
-	obs := desired.Observation{Now: time.Now(), Applied: true}
+	obs := engine.Observation{Observation: desired.Observation{Now: time.Now(), Applied: true}}
 	for _, c := range g.Children {
 		body, err := json.Marshal(c.Object)
 		if err != nil {
@@ -111,11 +112,11 @@ func floorApply(ctx context.Context, client dynamic.Interface, parent *unstructu
 		st, _ := res.Object["status"].(map[string]any)
 		obs.Children = append(obs.Children, desired.Child{Kind: res.GetKind(), Name: res.GetName(), Generation: res.GetGeneration(), Status: st})
 	}
-	rst, err := r.Status(parent, obs)
+	rst, err := r.Status(parent, obs.Observation)
 	if err != nil {
 		return err
 	}
-	st, err := desired.Compose(parent, obs, rst)
+	st, err := engine.Compose(parent, obs, rst)
 	if err != nil {
 		return err
 	}

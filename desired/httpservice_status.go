@@ -9,7 +9,7 @@ import (
 )
 
 // httpServiceStatus is the part of HttpService's status its renderer
-// owns; Compose adds observedGeneration and the conditions.
+// owns; the engine adds observedGeneration and the conditions.
 type httpServiceStatus struct {
 	Replicas        int32        `json:"replicas"`
 	ReadyReplicas   int32        `json:"readyReplicas"`

@@ -13,8 +13,9 @@ package desired
 //     other children (Graph.Waiting): these are neither written nor pruned;
 //   - its Policy: priority and whether the parent is paused;
 //   - its Status: the status fields it owns and a Readiness verdict, given
-//     what the engine observed (Observation); the engine adds
-//     observedGeneration and the conditions (Compose, conditions.go).
+//     what the engine saw of the pass (Observation); the engine
+//     adds observedGeneration and the Ready, Reconciling and Stalled
+//     conditions, which it owns (engine.Compose).
 // It is pure: no request, no clock but Observation.Now. A spec that cannot
 // be rendered is an *InvalidError: the parent is Stalled, nothing written.
 // A renderer that reads objects it never writes implements
@@ -285,32 +286,16 @@ type Failure struct {
 	Message string
 }
 
-// Held is a child that resyncd neither repairs nor prunes because it
-// carries resyncd.io/reconcile: disabled.
-type Held struct {
-	// Object is Kind/namespace/name.
-	Object string
-	// Drifted says the child differs from what the parent renders.
-	Drifted bool
-}
-
-// Observation is what the engine saw and did for one parent in a pass.
+// Observation is what a renderer's Status is given of one pass for one
+// parent.
 type Observation struct {
 	// Now is the time of the pass.
 	Now time.Time
 	// Children are the live children, as LISTed at the start of the pass
 	// and updated with the results of this pass's writes.
 	Children []Child
-	// Pending counts the child writes that remain: deferred by the budget,
-	// failed transiently, or withheld by warn mode or spec.paused.
-	Pending int
-	// Withheld says the pending writes are withheld on purpose (warn mode or
-	// spec.paused), not waiting.
-	Withheld string
 	// Failure is set when a permanent error blocks the parent.
 	Failure *Failure
-	// Held are the children that carry resyncd.io/reconcile: disabled.
-	Held []Held
 	// Applied is set when this pass changed a child.
 	Applied bool
 	// Waiting are the children that Render left waiting.
@@ -335,7 +320,7 @@ type Renderer interface {
 	// Status returns the status fields parent should show given what was
 	// observed, and the readiness verdict of its children. The engine
 	// adds observedGeneration and the Ready, Reconciling and Stalled
-	// conditions (Compose); a renderer sets none of them.
+	// conditions (engine.Compose); a renderer sets none of them.
 	Status(parent *unstructured.Unstructured, obs Observation) (Status, error)
 }
 
@@ -348,7 +333,7 @@ type Status struct {
 	Readiness Readiness
 	// Failure is a permanent error met computing Fields, such as a status
 	// expression that fails: the field is left out, and, unless a failure
-	// of the pass blocks the parent already, Compose makes the parent
+	// of the pass blocks the parent already, the engine makes the parent
 	// Stalled with it, so that the error is seen rather than dropped.
 	Failure *Failure
 }

@@ -19,7 +19,7 @@ const maxNote = 1024
 // transitions only, never once per pass for the same state, and not again
 // for a Stalled reason announced while the status could not be written.
 func (e *Engine) recordTransitions(rs *resourceState, parent *unstructured.Unstructured, oldStatus, newStatus map[string]any) {
-	was, is := conditionOf(oldStatus, desired.ConditionStalled), conditionOf(newStatus, desired.ConditionStalled)
+	was, is := conditionOf(oldStatus, ConditionStalled), conditionOf(newStatus, ConditionStalled)
 	announced := rs.mem.announced[parent.GetUID()] == is["reason"]
 	if is["status"] == "True" && (was["status"] != "True" || was["reason"] != is["reason"]) && !announced {
 		e.log.Warn("Parent stalled", zap.String("parent", objectID(parent)), zap.String("reason", str(is["reason"])),
@@ -28,7 +28,7 @@ func (e *Engine) recordTransitions(rs *resourceState, parent *unstructured.Unstr
 			e.events.Eventf(parent, nil, corev1.EventTypeWarning, str(is["reason"]), "Apply", "%s", truncate(str(is["message"])))
 		}
 	}
-	was, is = conditionOf(oldStatus, desired.ConditionReady), conditionOf(newStatus, desired.ConditionReady)
+	was, is = conditionOf(oldStatus, ConditionReady), conditionOf(newStatus, ConditionReady)
 	if e.events != nil && is["status"] == "True" && was["status"] != "True" {
 		e.events.Eventf(parent, nil, corev1.EventTypeNormal, "Ready", "Reconcile", "%s", truncate(str(is["message"])))
 	}

@@ -381,18 +381,18 @@ func (e *Engine) writeStatus(ctx context.Context, r *run, j *job) {
 
 // status is the whole status p should show: the renderer's fields and
 // readiness, composed with the conditions the engine owns.
-func status(rs *resourceState, p *unstructured.Unstructured, obs desired.Observation) (map[string]any, error) {
-	st, err := rs.renderer.Status(p, obs)
+func status(rs *resourceState, p *unstructured.Unstructured, obs Observation) (map[string]any, error) {
+	st, err := rs.renderer.Status(p, obs.Observation)
 	if err != nil {
 		return nil, err
 	}
-	return desired.Compose(p, obs, st)
+	return Compose(p, obs, st)
 }
 
 // observe is what the status of j's parent is computed from.
-func (e *Engine) observe(j *job) desired.Observation {
-	obs := desired.Observation{Now: e.now(), Pending: j.pending, Withheld: j.withheld, Failure: j.failure, Applied: j.applied, Held: j.held, Waiting: j.waiting,
-		External: j.external}
+func (e *Engine) observe(j *job) Observation {
+	obs := Observation{Observation: desired.Observation{Now: e.now(), Failure: j.failure, Applied: j.applied, Waiting: j.waiting,
+		External: j.external}, Pending: j.pending, Withheld: j.withheld, Held: j.held}
 	switch {
 	case obs.Failure != nil:
 	case len(j.refused) > 0:

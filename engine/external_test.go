@@ -302,7 +302,7 @@ func TestExternalRefForbidden(t *testing.T) {
 	if rep.Stalled != 1 {
 		t.Errorf("stalled = %d, want 1", rep.Stalled)
 	}
-	s := condition(t, h.mustGet(teamApps, ns, "a"), desired.ConditionStalled)
+	s := condition(t, h.mustGet(teamApps, ns, "a"), ConditionStalled)
 	if msg, _ := s["message"].(string); s["status"] != "True" || s["reason"] != ReasonExternalUnreadable || !strings.Contains(msg, "forbidden") ||
 		!strings.Contains(msg, "v1 ConfigMap "+platformNS+"/platform-settings") {
 		t.Errorf("Stalled = %v, want True/%s naming the object and the refusal", s, ReasonExternalUnreadable)
@@ -317,7 +317,7 @@ func TestExternalRefForbidden(t *testing.T) {
 	if v, _, _ := unstructured.NestedString(h.mustGet(configMaps, ns, "a-settings").Object, "data", "region"); v != "eu-west-1" {
 		t.Errorf("a-settings region = %q once the read is granted, want eu-west-1", v)
 	}
-	if got := fixture.StatusReason(h.mustGet(teamApps, ns, "a"), desired.ConditionStalled); strings.HasPrefix(got, "True") {
+	if got := fixture.StatusReason(h.mustGet(teamApps, ns, "a"), ConditionStalled); strings.HasPrefix(got, "True") {
 		t.Errorf("Stalled = %q once the read is granted", got)
 	}
 }
@@ -364,7 +364,7 @@ spec:
 	if rep.Stalled != 1 {
 		t.Errorf("stalled = %d, want 1", rep.Stalled)
 	}
-	s := condition(t, h.mustGet(teamApps, ns, "reads"), desired.ConditionStalled)
+	s := condition(t, h.mustGet(teamApps, ns, "reads"), ConditionStalled)
 	if msg, _ := s["message"].(string); s["reason"] != ReasonExternalUnreadable || !strings.Contains(msg, "does not serve example.com/v1 Widget") {
 		t.Errorf("Stalled = %v, want %s naming the kind not served", s, ReasonExternalUnreadable)
 	}
@@ -406,7 +406,7 @@ func TestExternalRefForbiddenWhileServerWarmsUp(t *testing.T) {
 			t.Errorf("%s: requests to %s %v, want its ConfigMaps LISTed once", tc.name, platformNS, got)
 		}
 		parent := h.mustGet(teamApps, ns, "a")
-		if got := fixture.StatusReason(parent, desired.ConditionStalled); strings.HasPrefix(got, "True") {
+		if got := fixture.StatusReason(parent, ConditionStalled); strings.HasPrefix(got, "True") {
 			t.Errorf("%s: Stalled = %q during the warm-up", tc.name, got)
 		}
 		if got := fixture.StatusReason(parent, "Reconciling"); got != "True/WaitingForPlatform" {
@@ -420,7 +420,7 @@ func TestExternalRefForbiddenWhileServerWarmsUp(t *testing.T) {
 	if rep.Stalled != 1 {
 		t.Errorf("server ready: stalled %d, want 1", rep.Stalled)
 	}
-	if s := condition(t, h.mustGet(teamApps, ns, "a"), desired.ConditionStalled); s["status"] != "True" || s["reason"] != ReasonExternalUnreadable {
+	if s := condition(t, h.mustGet(teamApps, ns, "a"), ConditionStalled); s["status"] != "True" || s["reason"] != ReasonExternalUnreadable {
 		t.Errorf("Stalled = %v once the server is ready, want True/%s", s, ReasonExternalUnreadable)
 	}
 	want := map[string]int{"a/" + ReasonExternalUnreadable: 1}
@@ -471,7 +471,7 @@ spec:
 			t.Errorf("pass %d: requests to %s %v, external LISTs %d; want none there, 1 of %s", pass, other, got, rep.ExternalLists, ns)
 		}
 	}
-	s := condition(t, h.mustGet(teamApps, ns, "tenant"), desired.ConditionStalled)
+	s := condition(t, h.mustGet(teamApps, ns, "tenant"), ConditionStalled)
 	if msg := str(s["message"]); s["status"] != "True" || s["reason"] != ReasonNamespaceNotAllowed ||
 		!strings.Contains(msg, "platform (v1 ConfigMap "+other+"/platform-settings) is not read") || !strings.Contains(msg, "externalNamespaces") {
 		t.Errorf("tenant Stalled = %v, want True/%s naming the reference and its namespace", s, ReasonNamespaceNotAllowed)
@@ -492,7 +492,7 @@ spec:
 	if v, _, _ := unstructured.NestedString(h.mustGet(configMaps, ns, "tenant-settings").Object, "data", "region"); v != "the-bank's" {
 		t.Errorf("tenant-settings region = %q once %s is allowed, want the-bank's", v, other)
 	}
-	if got := fixture.StatusReason(h.mustGet(teamApps, ns, "tenant"), desired.ConditionStalled); strings.HasPrefix(got, "True") {
+	if got := fixture.StatusReason(h.mustGet(teamApps, ns, "tenant"), ConditionStalled); strings.HasPrefix(got, "True") {
 		t.Errorf("tenant Stalled = %q once the namespace is allowed", got)
 	}
 }

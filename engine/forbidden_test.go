@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 
-	"github.com/resyncd/resyncd/desired"
 	"github.com/resyncd/resyncd/internal/fixture"
 )
 
@@ -122,7 +121,7 @@ func TestRefusedWriteIsNoFight(t *testing.T) {
 			t.Errorf("failed writes = %d, want 1 (the Deployment)", rep.Failed)
 		}
 	}
-	s := condition(t, h.mustGet(httpServices, ns, "web"), desired.ConditionStalled)
+	s := condition(t, h.mustGet(httpServices, ns, "web"), ConditionStalled)
 	if s["status"] != "True" || s["reason"] != "Forbidden" {
 		t.Errorf("Stalled = %v, want True/Forbidden", s)
 	}
@@ -139,7 +138,7 @@ func TestRefusedWriteIsNoFight(t *testing.T) {
 	for range 3 {
 		h.sync()
 	}
-	if s := condition(t, h.mustGet(httpServices, ns, "api"), desired.ConditionStalled); s["status"] == "True" {
+	if s := condition(t, h.mustGet(httpServices, ns, "api"), ConditionStalled); s["status"] == "True" {
 		t.Fatalf("the status of api was written: %v", s)
 	}
 	want := map[string]int{"web/Forbidden": 1, "api/Forbidden": 1}
@@ -182,7 +181,7 @@ func TestForbiddenWhileServerWarmsUp(t *testing.T) {
 		if rep.Failed != 1 || rep.Transient != 1 || rep.Stalled != 0 {
 			t.Errorf("%s: failed %d, transient %d, stalled %d; want 1, 1, 0", tc.name, rep.Failed, rep.Transient, rep.Stalled)
 		}
-		if s := condition(t, h.mustGet(httpServices, ns, "web"), desired.ConditionStalled); s["status"] == "True" {
+		if s := condition(t, h.mustGet(httpServices, ns, "web"), ConditionStalled); s["status"] == "True" {
 			t.Errorf("%s: Stalled = %v during the warm-up", tc.name, s)
 		}
 	}
@@ -190,7 +189,7 @@ func TestForbiddenWhileServerWarmsUp(t *testing.T) {
 	if rep.Failed != 1 || rep.Transient != 0 || rep.Stalled != 1 {
 		t.Errorf("server ready: failed %d, transient %d, stalled %d; want 1, 0, 1", rep.Failed, rep.Transient, rep.Stalled)
 	}
-	if s := condition(t, h.mustGet(httpServices, ns, "web"), desired.ConditionStalled); s["status"] != "True" || s["reason"] != "Forbidden" {
+	if s := condition(t, h.mustGet(httpServices, ns, "web"), ConditionStalled); s["status"] != "True" || s["reason"] != "Forbidden" {
 		t.Errorf("Stalled = %v once the server is ready, want True/Forbidden", s)
 	}
 	want := map[string]int{"web/Forbidden": 1}

@@ -140,8 +140,8 @@ type job struct {
 	// statusFields are the top-level status fields resyncd's field manager
 	// owns on the parent: one the status no longer has must be removed.
 	statusFields []string
-	held         []desired.Held // children with resyncd.io/reconcile: disabled
-	withheld     string
+	held         []Held // children with resyncd.io/reconcile: disabled
+	withheld     Withheld
 	since        time.Time // first sighting of its oldest drift
 	// outcomes are what its writes came to; recounted, the children
 	// counted again as the job rendered its parent again (replan); stalled,
@@ -401,7 +401,7 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 	// to render, or is outside the label selector, are left alone.
 	orphans := &job{since: now}
 	if rs.cfg.Mode == config.ModeWarn {
-		orphans.withheld = desired.WithheldWarn
+		orphans.withheld = WithheldWarn
 	}
 	for _, k := range sortedKeys(children) {
 		c := children[k]
@@ -479,7 +479,7 @@ func (e *Engine) planPrune(rs *resourceState, j *job, c *liveChild, seenDrift ma
 	}
 	if c.hold {
 		if j.parent != nil {
-			j.held = append(j.held, desired.Held{Object: c.key.String(), Drifted: true})
+			j.held = append(j.held, Held{Object: c.key.String(), Drifted: true})
 		}
 		return
 	}
@@ -573,11 +573,11 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 	policy := rs.renderer.Policy(p)
 	j := &job{parent: p, priority: policy.Priority, since: now}
 	if policy.Paused {
-		j.withheld = desired.WithheldPaused
+		j.withheld = WithheldPaused
 	} else if p.GetAnnotations()[desired.AnnotationReconcile] == desired.Disabled {
-		j.withheld = desired.WithheldDisabled
+		j.withheld = WithheldDisabled
 	} else if rs.cfg.Mode == config.ModeWarn {
-		j.withheld = desired.WithheldWarn
+		j.withheld = WithheldWarn
 	}
 	j.inputs = summaries(mine)
 	j.external = ext.found
@@ -816,7 +816,7 @@ func (cp *childPlanner) desired(d *unstructured.Unstructured) *unstructured.Unst
 func (e *Engine) planHeld(rs *resourceState, j *job, k childKey, live *liveChild, d *unstructured.Unstructured,
 	norm map[string]any, drifted bool, rep *ResourceReport) {
 	j.children = append(j.children, live)
-	j.held = append(j.held, desired.Held{Object: k.String(), Drifted: drifted})
+	j.held = append(j.held, Held{Object: k.String(), Drifted: drifted})
 	if !drifted {
 		rep.count(k.Kind, stateInSync)
 		return

@@ -125,7 +125,7 @@ func describe(jobs []*job) []string {
 			parts = append(parts, "taken "+strings.SplitN(tk, " exists", 2)[0])
 		}
 		if j.withheld != "" {
-			parts = append(parts, "withheld "+j.withheld)
+			parts = append(parts, "withheld "+string(j.withheld))
 		}
 		out = append(out, name+": "+strings.Join(parts, ", "))
 	}

@@ -127,11 +127,11 @@ func TestTwoParentsOneChild(t *testing.T) {
 			t.Fatalf("pass %d: Service web owners = %v, want HttpService web only", pass, refs)
 		}
 		rvs = append(rvs, svc.GetResourceVersion())
-		s := condition(t, h.mustGet(widgets, ns, "gadget"), desired.ConditionStalled)
+		s := condition(t, h.mustGet(widgets, ns, "gadget"), ConditionStalled)
 		if s["status"] != "True" || s["reason"] != ReasonNameTaken || !strings.Contains(str(s["message"]), "controlled by HttpService web") {
 			t.Errorf("pass %d: Widget Stalled = %v, want NameTaken naming HttpService web", pass, s)
 		}
-		if s := condition(t, h.mustGet(httpServices, ns, "web"), desired.ConditionStalled); s["status"] != "False" {
+		if s := condition(t, h.mustGet(httpServices, ns, "web"), ConditionStalled); s["status"] != "False" {
 			t.Errorf("pass %d: HttpService Stalled = %v", pass, s)
 		}
 	}
@@ -154,7 +154,7 @@ func TestTwoParentsOneChild(t *testing.T) {
 	if refs := svc.GetOwnerReferences(); len(refs) != 1 || refs[0].Kind != "Widget" {
 		t.Errorf("after HttpService web is gone, Service web owners = %v, want the Widget", refs)
 	}
-	if s := condition(t, h.mustGet(widgets, ns, "gadget"), desired.ConditionStalled); s["status"] != "False" {
+	if s := condition(t, h.mustGet(widgets, ns, "gadget"), ConditionStalled); s["status"] != "False" {
 		t.Errorf("Widget Stalled = %v once the name is free", s)
 	}
 }

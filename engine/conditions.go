@@ -1,4 +1,4 @@
-package desired
+package engine
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/resyncd/resyncd/desired"
 )
 
 // Condition types, in the kstatus convention.
@@ -23,15 +25,42 @@ const (
 	ConditionStalled = "Stalled"
 )
 
-// Withheld values of Observation.
+// Withheld says why a parent's child writes are not made on purpose; empty:
+// they are made.
+type Withheld string
+
 const (
 	// WithheldPaused: the renderer's Policy says the parent is paused.
-	WithheldPaused = "paused"
+	WithheldPaused Withheld = "paused"
 	// WithheldWarn: the resource's mode is warn.
-	WithheldWarn = "warn"
+	WithheldWarn Withheld = "warn"
 	// WithheldDisabled: the parent carries resyncd.io/reconcile: disabled.
-	WithheldDisabled = "disabled"
+	WithheldDisabled Withheld = "disabled"
 )
+
+// Held is a child that resyncd neither repairs nor prunes because it
+// carries resyncd.io/reconcile: disabled.
+type Held struct {
+	// Object is Kind/namespace/name.
+	Object string
+	// Drifted says the child differs from what the parent renders.
+	Drifted bool
+}
+
+// Observation is what the engine saw and did for one parent in a pass:
+// what the parent's renderer is given, and what the engine builds the
+// conditions from besides.
+type Observation struct {
+	desired.Observation
+	// Pending counts the child writes that remain: deferred by the budget,
+	// failed transiently, or withheld by warn mode or spec.paused.
+	Pending int
+	// Withheld says the pending writes are withheld on purpose, not
+	// waiting.
+	Withheld Withheld
+	// Held are the children that carry resyncd.io/reconcile: disabled.
+	Held []Held
+}
 
 // Compose is the whole status resyncd writes for parent: the renderer's
 // fields, observedGeneration, and the Ready, Reconciling and Stalled
@@ -39,7 +68,7 @@ const (
 // readiness verdict. A condition whose status did not change keeps its
 // transition time. The engine owns the conditions, so that every kind of
 // parent gets the same ones, and its Events follow them.
-func Compose(parent *unstructured.Unstructured, obs Observation, st Status) (map[string]any, error) {
+func Compose(parent *unstructured.Unstructured, obs Observation, st desired.Status) (map[string]any, error) {
 	var old struct {
 		Conditions []metav1.Condition `json:"conditions"`
 	}
@@ -77,7 +106,7 @@ func Compose(parent *unstructured.Unstructured, obs Observation, st Status) (map
 
 // judge returns the Ready, Reconciling and Stalled conditions, without
 // times and generations.
-func judge(obs Observation, r Readiness) (ready, reconciling, stalled metav1.Condition) {
+func judge(obs Observation, r desired.Readiness) (ready, reconciling, stalled metav1.Condition) {
 	cond := func(t string, s metav1.ConditionStatus, reason, msg string) metav1.Condition {
 		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg}
 	}
@@ -99,15 +128,15 @@ func judge(obs Observation, r Readiness) (ready, reconciling, stalled metav1.Con
 				cond(ConditionReconciling, metav1.ConditionFalse, "WarnMode", "The resource is in warn mode"), stalled
 		case WithheldDisabled:
 			return cond(ConditionReady, metav1.ConditionFalse, "Drifted",
-					fmt.Sprintf("%d child writes needed; the parent has %s: %s, so resyncd does not make them", obs.Pending, AnnotationReconcile, Disabled)),
-				cond(ConditionReconciling, metav1.ConditionFalse, "ReconcileDisabled", AnnotationReconcile+" is "+Disabled), stalled
+					fmt.Sprintf("%d child writes needed; the parent has %s: %s, so resyncd does not make them", obs.Pending, desired.AnnotationReconcile, desired.Disabled)),
+				cond(ConditionReconciling, metav1.ConditionFalse, "ReconcileDisabled", desired.AnnotationReconcile+" is "+desired.Disabled), stalled
 		}
 		msg := fmt.Sprintf("%d child writes queued for the next pass", obs.Pending)
 		return cond(ConditionReady, metav1.ConditionFalse, "WritesPending", msg),
 			cond(ConditionReconciling, metav1.ConditionTrue, "WritesPending", msg), stalled
 	}
 	if held := heldDrifted(obs.Held); held != "" {
-		msg := "Drifted children are held by " + AnnotationReconcile + ": " + Disabled + " and not repaired: " + held
+		msg := "Drifted children are held by " + desired.AnnotationReconcile + ": " + desired.Disabled + " and not repaired: " + held
 		return cond(ConditionReady, metav1.ConditionFalse, "ChildHeld", msg),
 			cond(ConditionReconciling, metav1.ConditionFalse, "ChildHeld", msg), stalled
 	}
@@ -117,7 +146,7 @@ func judge(obs Observation, r Readiness) (ready, reconciling, stalled metav1.Con
 	}
 	msg := r.Message
 	if len(obs.Held) > 0 {
-		msg += "; held by " + AnnotationReconcile + ": " + Disabled + " (in sync, not repaired if changed): " + heldNames(obs.Held)
+		msg += "; held by " + desired.AnnotationReconcile + ": " + desired.Disabled + " (in sync, not repaired if changed): " + heldNames(obs.Held)
 	}
 	return cond(ConditionReady, metav1.ConditionTrue, r.Reason, msg),
 		cond(ConditionReconciling, metav1.ConditionFalse, "Reconciled", "Every child is applied"), stalled
