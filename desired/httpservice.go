@@ -31,13 +31,10 @@ func (HTTPService) ChildTypes() []ChildType {
 	return []ChildType{deploymentType, serviceType, hpaType}
 }
 
-// Policy implements Renderer: spec.priority and spec.paused. A spec that
-// does not parse has the zero policy; Render reports what is wrong.
-func (HTTPService) Policy(parent *unstructured.Unstructured) Policy {
-	priority, _, _ := unstructured.NestedInt64(parent.Object, "spec", "priority")
-	paused, _, _ := unstructured.NestedBool(parent.Object, "spec", "paused")
-	return Policy{Priority: int32(priority), Paused: paused}
-}
+// Policy implements Renderer: spec.priority and spec.paused (SpecPolicy).
+// A spec that does not parse has the zero policy; Render reports what is
+// wrong.
+func (HTTPService) Policy(parent *unstructured.Unstructured) Policy { return SpecPolicy(parent) }
 
 // httpServiceSpec is HttpService's spec; deploy/crds holds its schema, with
 // the defaults the API server fills in.

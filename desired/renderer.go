@@ -258,6 +258,15 @@ type Policy struct {
 	Paused bool
 }
 
+// SpecPolicy is the Policy of a parent whose kind has spec.priority and
+// spec.paused, as HttpService has and a graph's parent kind may: a field
+// left out, or not of its type, is the zero Policy's.
+func SpecPolicy(parent *unstructured.Unstructured) Policy {
+	priority, _, _ := unstructured.NestedInt64(parent.Object, "spec", "priority")
+	paused, _, _ := unstructured.NestedBool(parent.Object, "spec", "paused")
+	return Policy{Priority: int32(priority), Paused: paused}
+}
+
 // Child is what the engine kept of a live child object: enough to judge its
 // readiness, not the whole object.
 type Child struct {

@@ -26,11 +26,9 @@ func (r *Renderer) ChildTypes() []desired.ChildType { return r.childTypes }
 func (r *Renderer) Name() string { return r.name }
 
 // Policy implements desired.Renderer: spec.priority and spec.paused, when
-// the parent kind has them, as for HttpService.
+// the parent kind has them, as for HttpService (desired.SpecPolicy).
 func (r *Renderer) Policy(parent *unstructured.Unstructured) desired.Policy {
-	priority, _, _ := unstructured.NestedInt64(parent.Object, "spec", "priority")
-	paused, _, _ := unstructured.NestedBool(parent.Object, "spec", "paused")
-	return desired.Policy{Priority: int32(priority), Paused: paused}
+	return desired.SpecPolicy(parent)
 }
 
 // Render implements desired.Renderer: every resource whose includeWhen
