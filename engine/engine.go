@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -186,27 +185,6 @@ type Options struct {
 	PassTimeout time.Duration
 }
 
-// pageReader reads what a pass needs of the cluster, page by page
-// (actual.Reader); a planning test gives it pages from memory.
-type pageReader interface {
-	// Parents calls fn for every object of gvr in namespaces (none: all)
-	// and returns their kind.
-	Parents(ctx context.Context, gvr schema.GroupVersionResource, namespaces []string, fn func(*unstructured.Unstructured) error) (string, error)
-	// Children calls fn for every object of gvr in namespaces that
-	// selector selects.
-	Children(ctx context.Context, gvr schema.GroupVersionResource, namespaces []string, selector string, fn func(*unstructured.Unstructured) error) error
-	// Kind returns the kind of gvr's objects.
-	Kind(gvr schema.GroupVersionResource) (string, error)
-}
-
-// objectWriter makes a pass's writes, and the reads a write needs (applier).
-type objectWriter interface {
-	apply(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, opts applyOptions) (*unstructured.Unstructured, error)
-	delete(ctx context.Context, gvr schema.GroupVersionResource, kind, ns, name string, uid types.UID) error
-	get(ctx context.Context, gvr schema.GroupVersionResource, kind, ns, name string) (*unstructured.Unstructured, error)
-	patch(ctx context.Context, gvr schema.GroupVersionResource, kind, ns, name string, ops []jsonPatchOp) error
-}
-
 // New returns an Engine for cfg that reads and writes through
 // opts.REST.
 func New(cfg Settings, opts Options) (*Engine, error) {
@@ -251,9 +229,9 @@ func newEngine(cfg Settings, reader pageReader, writer objectWriter, opts Option
 		events:      opts.Events,
 		readOnly:    opts.ReadOnly,
 		passTimeout: opts.PassTimeout,
-		sched:       newScheduler(cfg.Apply.Concurrency, cfg.Apply.MaxWritesPerPass),
 		failing:     map[*resourceState]bool{},
 	}
+	e.sched = newScheduler(cfg.Apply.Concurrency, cfg.Apply.MaxWritesPerPass, e.runJob)
 	if e.cfg.Cluster == "" {
 		e.cfg.Cluster = config.LocalCluster
 	}
@@ -288,21 +266,4 @@ func newEngine(cfg Settings, reader pageReader, writer objectWriter, opts Option
 		e.metrics.initialize(rs)
 	}
 	return e, nil
-}
-
-// SyncOnce runs one pass over every watched resource and returns what
-// each did, in the configuration's order. The passes run at once, and
-// their writes wait until every pass is planned, so that the scheduler
-// orders all of them by priority. An error of one resource does not stop
-// the others.
-func (e *Engine) SyncOnce(ctx context.Context) (Report, error) {
-	rep := Report{Resources: make([]ResourceReport, len(e.resources))}
-	errs := make([]error, len(e.resources))
-	e.sched.hold(len(e.resources))
-	var wg sync.WaitGroup
-	for i := range e.resources {
-		wg.Go(func() { rep.Resources[i], errs[i] = e.SyncResource(ctx, i) })
-	}
-	wg.Wait()
-	return rep, errors.Join(errs...)
 }

@@ -96,7 +96,7 @@ func assertChain(t *testing.T, h *harness, ns, name string) *unstructured.Unstru
 func TestChainWithinLimits(t *testing.T) {
 	ns := "one-pass-budget"
 	h := graphHarness(t, ns, "../testdata/graphs/chain.yaml")
-	h.engine.sched = newScheduler(1, 2)
+	h.engine.sched = newScheduler(1, 2, h.engine.runJob)
 	h.createWebApp(ns, "shop", map[string]any{"image": "nginx:1.27"})
 
 	rep := h.sync()

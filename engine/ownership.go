@@ -1,14 +1,9 @@
 package engine
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
-	"go.uber.org/zap"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -115,32 +110,6 @@ func (c *liveChild) managedBy() string {
 	}
 }
 
-// identify reads who owns u: its labels, controller and switches, and,
-// for an object read on its own, its field managers.
-func (c *liveChild) identify(u *unstructured.Unstructured) {
-	for _, ref := range u.GetOwnerReferences() {
-		if ref.Controller != nil && *ref.Controller {
-			c.controller, c.controllerGK, c.controllerName = ref.UID, schema.GroupKind{Group: groupOf(ref.APIVersion), Kind: ref.Kind}, ref.Name
-		}
-	}
-	l := u.GetLabels()
-	c.labelled = l[desired.LabelManagedBy] == desired.ManagedByValue
-	c.parentKind, c.parentName, c.parentNamespace = l[desired.LabelParentKind], l[desired.LabelParent], l[desired.LabelParentNamespace]
-	a := u.GetAnnotations()
-	c.hold, c.keep, c.adopt = a[desired.AnnotationReconcile] == desired.Disabled, a[desired.AnnotationPrune] == desired.Disabled, a[desired.AnnotationAdopt]
-}
-
-// fieldManagers lists the managers of u's fields, each once.
-func fieldManagers(u *unstructured.Unstructured) []string {
-	var out []string
-	for _, mf := range u.GetManagedFields() {
-		if !slices.Contains(out, mf.Manager) {
-			out = append(out, mf.Manager)
-		}
-	}
-	return out
-}
-
 // uncontrolledOrphan says whether c is a child of a parent of kind gk that
 // carries no controller ownerReference and whose parent is gone.
 func (c *liveChild) uncontrolledOrphan(gk schema.GroupKind, parentNames map[string]bool) bool {
@@ -162,70 +131,6 @@ func withoutOwnerReference(d *unstructured.Unstructured, p *unstructured.Unstruc
 
 // wasTaken says whether the last pass found k's name taken.
 func (rs *resourceState) wasTaken(k childKey) bool { return rs.mem.taken[k] }
-
-// errTaken says a create found the name taken; create has booked it.
-var errTaken = errors.New("name taken")
-
-// create makes o's missing child without ever writing over an object that
-// is not the parent's: the apply carries createOnly, so if an object of
-// the name exists the API server refuses it, and the object is read to
-// see whose it is. If it is the parent's (its own child, made since the
-// LIST, or one handed over with resyncd.io/adopt), it is applied as
-// usual; otherwise the name is booked as taken, and nothing is written.
-// When an earlier pass found the name taken, the object is read first,
-// so that a taken name costs one read a pass and no refused write. A
-// child outside the parent's namespace is created with
-// desired.AnnotationCreated, which an existing object keeps only if it
-// has it already.
-func (e *Engine) create(ctx context.Context, r *run, j *job, o *op) (*unstructured.Unstructured, error) {
-	createOnlyRetriable := func(err error) bool { return isTransient(err) && !apierrors.IsConflict(err) }
-	markCreated(o.desired, desired.Outside(o.desired, j.parent))
-	for try := 0; ; try++ {
-		if !o.lookFirst || try > 0 {
-			var result *unstructured.Unstructured
-			err := e.paced(ctx, createOnlyRetriable, func() error {
-				var err error
-				result, err = e.writer.apply(ctx, o.gvr, o.desired, applyOptions{createOnly: true})
-				return err
-			})
-			if !apierrors.IsConflict(err) || try > 0 {
-				return result, err // a second conflict is a race: settled as transient
-			}
-		}
-		u, err := e.writer.get(ctx, o.gvr, o.key.Kind, o.key.Namespace, o.key.Name)
-		if apierrors.IsNotFound(err) {
-			continue // freed since: create it
-		}
-		if err != nil {
-			return nil, err
-		}
-		c := &liveChild{key: o.key, managers: fieldManagers(u)}
-		c.identify(u)
-		gk := j.parent.GroupVersionKind().GroupKind()
-		if c.claimBy(j.parent, gk) != claimMine {
-			e.bookTaken(r, j, c, gk)
-			return nil, errTaken
-		}
-		if !c.labelled {
-			e.log.Info("Adopting", zap.String("object", o.key.String()), zap.String("parent", objectID(j.parent)))
-		}
-		if c.unowned() {
-			withoutOwnerReference(o.desired, j.parent)
-		}
-		fields, _, err := e.owner.owned(u)
-		if err != nil {
-			return nil, err
-		}
-		c.created = createdIn(fields)
-		markCreated(o.desired, c.created)
-		// The parent's own child that the LIST did not select (made by a
-		// release before the parent-kind label, or since the LIST), or one
-		// handed over: an update of the object as it is now.
-		c.uid, c.resourceVersion = u.GetUID(), u.GetResourceVersion()
-		o.kind, o.live = OpUpdate, c
-		return e.applyOwned(ctx, o)
-	}
-}
 
 // blockage is why a child is not written: the Stalled reason of the
 // child at the root (ReasonNameTaken, or a refusal's), and whether it is
@@ -301,11 +206,4 @@ func refersToBlocked(k, b childKey, why blockage) string {
 		what = "which is not resyncd's"
 	}
 	return fmt.Sprintf("%s is not written either: it refers to %s, %s", k, b, what)
-}
-
-// bookTaken records that c's name, which j's parent renders, is taken.
-func (e *Engine) bookTaken(r *run, j *job, c *liveChild, gk schema.GroupKind) {
-	j.taken = append(j.taken, takenMessage(c, j.parent, gk))
-	j.learnt.taken = append(j.learnt.taken, c.key)
-	j.book(outcome{key: c.key, verb: OpCreate, result: resultTaken})
 }

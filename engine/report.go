@@ -157,3 +157,15 @@ func (r *ResourceReport) book(o outcome) {
 		r.Deferred++
 	}
 }
+
+// Child states, the values of the state label of resyncd_managed_objects.
+const (
+	stateInSync   = "in_sync"
+	stateDrifted  = "drifted"
+	stateMissing  = "missing"
+	stateOrphaned = "orphaned"
+	// stateTaken: wanted by a parent, but the name is an object resyncd
+	// may not write, or the child would be where the watched resource
+	// does not allow children (childNamespaces, clusterScopedChildren).
+	stateTaken = "taken"
+)

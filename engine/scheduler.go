@@ -2,6 +2,7 @@ package engine
 
 import (
 	"container/heap"
+	"context"
 	"sync"
 	"sync/atomic"
 )
@@ -14,6 +15,8 @@ import (
 type scheduler struct {
 	concurrency int
 	budgetSize  int64
+	// runJob makes one job's writes (Engine.runJob).
+	runJob func(context.Context, *run, *job)
 
 	mu      sync.Mutex
 	done    *sync.Cond // a job finished, or was dropped
@@ -29,8 +32,8 @@ type scheduler struct {
 	held int
 }
 
-func newScheduler(concurrency, budget int) *scheduler {
-	s := &scheduler{concurrency: concurrency, budgetSize: int64(budget)}
+func newScheduler(concurrency, budget int, runJob func(context.Context, *run, *job)) *scheduler {
+	s := &scheduler{concurrency: concurrency, budgetSize: int64(budget), runJob: runJob}
 	s.done = sync.NewCond(&s.mu)
 	return s
 }
@@ -112,7 +115,7 @@ func (s *scheduler) work() {
 			return
 		}
 		s.mu.Unlock()
-		q.r.e.runJob(q.r.inFlight, q.r, q.j)
+		s.runJob(q.r.inFlight, q.r, q.j)
 		s.mu.Lock()
 		q.r.waiting--
 		s.done.Broadcast()

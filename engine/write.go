@@ -5,28 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"go.uber.org/zap"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/util/retry"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/resyncd/resyncd/desired"
 )
-
-// maxLoggedErrors bounds the write errors logged per pass; the rest are
-// counted in the pass line and the metrics.
-const maxLoggedErrors = 5
-
-// transientBackoff retries a write that failed for a passing reason within
-// the pass: about 3 s in all, then the write waits for the next pass.
-var transientBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 5, Cap: 2 * time.Second}
 
 // run is the state of one pass's execution: its contexts, its share of
 // the scheduler's budget, its report, and what the scheduler keeps of it.
@@ -50,54 +39,6 @@ type run struct {
 	// the server's warm-up rather than a refusal (warmingUp).
 	cameBack bool
 	warm     warmth
-}
-
-// warmth caches, for one pass, whether the API server may still be
-// warming up: asked once, at the first 403.
-type warmth struct {
-	once    sync.Once
-	warming bool
-}
-
-// warmingUp says whether the API server may still be warming up: the
-// pass before failed (cameBack: the server was away, or restarting), or
-// the server says it is not ready. Until the RBAC authorizer has loaded
-// the roles and bindings, it refuses requests it allows moments later;
-// such a 403 is transient, not a reason to stall a parent.
-func (w *warmth) warmingUp(ctx context.Context, e *Engine, cameBack bool) bool {
-	w.once.Do(func() {
-		if cameBack {
-			w.warming = true
-			return
-		}
-		if e.ready != nil {
-			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			// Where /readyz itself is refused (a cluster without the
-			// default public-info-viewer binding), readiness is unknown and
-			// a 403 counts as it always does.
-			err := e.ready(ctx)
-			w.warming = err != nil && !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err)
-		}
-	})
-	return w.warming
-}
-
-// warmingUp is warmth.warmingUp for the pass's writes.
-func (r *run) warmingUp() bool { return r.warm.warmingUp(r.inFlight, r.e, r.cameBack) }
-
-// transient says whether err, met by a write of this pass, may pass: as
-// isTransient says, or a 403 while the server warms up.
-func (r *run) transient(err error) bool {
-	return isTransient(err) || (apierrors.IsForbidden(err) && r.warmingUp())
-}
-
-// lastPassFailed says whether the last pass over rs failed: the API
-// server may have just come back.
-func (e *Engine) lastPassFailed(rs *resourceState) bool {
-	e.failingMu.Lock()
-	defer e.failingMu.Unlock()
-	return e.failing[rs]
 }
 
 // execute makes the pass's writes through the engine's scheduler, with
@@ -238,17 +179,6 @@ func (e *Engine) write(ctx context.Context, r *run, j *job, o *op) (bool, error)
 		m.applyDuration.WithLabelValues(r.rs.cluster, string(o.kind)).Observe(e.now().Sub(start).Seconds())
 	}
 	return outcome == "success", err
-}
-
-// paced makes one write: each try waits for the write limiter, and the
-// errors retriable says may pass are retried with capped backoff.
-func (e *Engine) paced(ctx context.Context, retriable func(error) bool, write func() error) error {
-	return retry.OnError(transientBackoff, retriable, func() error {
-		if err := e.limiter.Wait(ctx); err != nil {
-			return err
-		}
-		return write()
-	})
 }
 
 // settle books the outcome of a write in its job and returns the result
@@ -429,50 +359,108 @@ func sameOn(st, old map[string]any, owned []string) bool {
 	return true
 }
 
-// isTransient says whether err may pass if the write is tried again.
-func isTransient(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var status apierrors.APIStatus
-	if errors.As(err, &status) {
-		if tooLarge(err) {
-			return false
+// materialize gives every op and check of j that lacks it its desired
+// object, rendering the parent again: rendering depends on the parent
+// alone, so it gives what the plan compared.
+func (e *Engine) materialize(rs *resourceState, j *job) error {
+	var missing []*op
+	for _, o := range slices.Concat(j.ops, j.checks) {
+		if o.kind != OpDelete && o.desired == nil {
+			missing = append(missing, o)
 		}
-		return apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
-			apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsConflict(err) ||
-			apierrors.IsUnexpectedServerError(err) || status.Status().Code >= 500
 	}
-	// Not an answer from the server: the connection was refused, reset or
-	// cut, or timed out. The server may be back on the next try.
-	return true
+	if len(missing) == 0 || j.parent == nil {
+		return nil
+	}
+	g, err := e.render(rs, j.parent, j.inputs, j.external)
+	if err != nil {
+		return err
+	}
+	byKey := map[childKey]*unstructured.Unstructured{}
+	for _, d := range g.Children {
+		byKey[keyOf(d)] = d
+	}
+	for _, o := range missing {
+		if o.desired = byKey[o.key]; o.desired == nil {
+			return fmt.Errorf("%s is no longer rendered", o.key)
+		}
+		if o.unowned {
+			withoutOwnerReference(o.desired, j.parent)
+		}
+		if o.created {
+			markCreated(o.desired, true)
+		}
+	}
+	return nil
 }
 
-// tooLarge says whether the server refused a write because the object is
-// too large to store: etcd's "request is too large", which the API server
-// returns as a 500, or the API server's own 413. Trying again cannot help.
-func tooLarge(err error) bool {
-	return apierrors.IsRequestEntityTooLargeError(err) ||
-		(apierrors.IsInternalError(err) && strings.Contains(apiMessage(err), "request is too large"))
+// errTaken says a create found the name taken; create has booked it.
+var errTaken = errors.New("name taken")
+
+// create makes o's missing child without ever writing over an object that
+// is not the parent's: the apply carries createOnly, so if an object of
+// the name exists the API server refuses it, and the object is read to
+// see whose it is. If it is the parent's (its own child, made since the
+// LIST, or one handed over with resyncd.io/adopt), it is applied as
+// usual; otherwise the name is booked as taken, and nothing is written.
+// When an earlier pass found the name taken, the object is read first,
+// so that a taken name costs one read a pass and no refused write. A
+// child outside the parent's namespace is created with
+// desired.AnnotationCreated, which an existing object keeps only if it
+// has it already.
+func (e *Engine) create(ctx context.Context, r *run, j *job, o *op) (*unstructured.Unstructured, error) {
+	createOnlyRetriable := func(err error) bool { return isTransient(err) && !apierrors.IsConflict(err) }
+	markCreated(o.desired, desired.Outside(o.desired, j.parent))
+	for try := 0; ; try++ {
+		if !o.lookFirst || try > 0 {
+			var result *unstructured.Unstructured
+			err := e.paced(ctx, createOnlyRetriable, func() error {
+				var err error
+				result, err = e.writer.apply(ctx, o.gvr, o.desired, applyOptions{createOnly: true})
+				return err
+			})
+			if !apierrors.IsConflict(err) || try > 0 {
+				return result, err // a second conflict is a race: settled as transient
+			}
+		}
+		u, err := e.writer.get(ctx, o.gvr, o.key.Kind, o.key.Namespace, o.key.Name)
+		if apierrors.IsNotFound(err) {
+			continue // freed since: create it
+		}
+		if err != nil {
+			return nil, err
+		}
+		c := &liveChild{key: o.key, managers: fieldManagers(u)}
+		c.identify(u)
+		gk := j.parent.GroupVersionKind().GroupKind()
+		if c.claimBy(j.parent, gk) != claimMine {
+			e.bookTaken(r, j, c, gk)
+			return nil, errTaken
+		}
+		if !c.labelled {
+			e.log.Info("Adopting", zap.String("object", o.key.String()), zap.String("parent", objectID(j.parent)))
+		}
+		if c.unowned() {
+			withoutOwnerReference(o.desired, j.parent)
+		}
+		fields, _, err := e.owner.owned(u)
+		if err != nil {
+			return nil, err
+		}
+		c.created = createdIn(fields)
+		markCreated(o.desired, c.created)
+		// The parent's own child that the LIST did not select (made by a
+		// release before the parent-kind label, or since the LIST), or one
+		// handed over: an update of the object as it is now.
+		c.uid, c.resourceVersion = u.GetUID(), u.GetResourceVersion()
+		o.kind, o.live = OpUpdate, c
+		return e.applyOwned(ctx, o)
+	}
 }
 
-func failureReason(err error) string {
-	if tooLarge(err) {
-		return "RequestTooLarge"
-	}
-	if r := apierrors.ReasonForError(err); r != metav1.StatusReasonUnknown {
-		return string(r)
-	}
-	return "WriteFailed"
-}
-
-func apiMessage(err error) string {
-	var status apierrors.APIStatus
-	if errors.As(err, &status) && status.Status().Message != "" {
-		return status.Status().Message
-	}
-	return err.Error()
+// bookTaken records that c's name, which j's parent renders, is taken.
+func (e *Engine) bookTaken(r *run, j *job, c *liveChild, gk schema.GroupKind) {
+	j.taken = append(j.taken, takenMessage(c, j.parent, gk))
+	j.learnt.taken = append(j.learnt.taken, c.key)
+	j.book(outcome{key: c.key, verb: OpCreate, result: resultTaken})
 }

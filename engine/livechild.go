@@ -62,11 +62,12 @@ type liveChild struct {
 	parentNamespace string
 	// labelled says it carries resyncd's managed-by label.
 	labelled bool
-	// hold and keep are the per-object switches of
-	// desired.AnnotationReconcile and AnnotationPrune; adopt is the value
-	// of desired.AnnotationAdopt, the parent it is handed to.
-	hold, keep bool
-	adopt      string
+	// hold is desired.AnnotationReconcile disabled on it (never written);
+	// pruneOff, desired.AnnotationPrune disabled (released, not deleted,
+	// when no parent wants it); adopt is the value of
+	// desired.AnnotationAdopt, the parent it is handed to.
+	hold, pruneOff bool
+	adopt          string
 	// managers are its field managers, read only for an object that is not
 	// resyncd's, to say whose it is.
 	managers []string
@@ -314,4 +315,30 @@ func markCreated(d *unstructured.Unstructured, created bool) {
 		delete(a, desired.AnnotationCreated)
 	}
 	d.SetAnnotations(a)
+}
+
+// identify reads who owns u: its labels, controller and switches, and,
+// for an object read on its own, its field managers.
+func (c *liveChild) identify(u *unstructured.Unstructured) {
+	for _, ref := range u.GetOwnerReferences() {
+		if ref.Controller != nil && *ref.Controller {
+			c.controller, c.controllerGK, c.controllerName = ref.UID, schema.GroupKind{Group: groupOf(ref.APIVersion), Kind: ref.Kind}, ref.Name
+		}
+	}
+	l := u.GetLabels()
+	c.labelled = l[desired.LabelManagedBy] == desired.ManagedByValue
+	c.parentKind, c.parentName, c.parentNamespace = l[desired.LabelParentKind], l[desired.LabelParent], l[desired.LabelParentNamespace]
+	a := u.GetAnnotations()
+	c.hold, c.pruneOff, c.adopt = a[desired.AnnotationReconcile] == desired.Disabled, a[desired.AnnotationPrune] == desired.Disabled, a[desired.AnnotationAdopt]
+}
+
+// fieldManagers lists the managers of u's fields, each once.
+func fieldManagers(u *unstructured.Unstructured) []string {
+	var out []string
+	for _, mf := range u.GetManagedFields() {
+		if !slices.Contains(out, mf.Manager) {
+			out = append(out, mf.Manager)
+		}
+	}
+	return out
 }

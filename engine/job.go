@@ -1,0 +1,162 @@
+package engine
+
+import (
+	"sort"
+	"time"
+
+	"github.com/resyncd/resyncd/desired"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Operation is a kind of write.
+type Operation string
+
+// The operations, in the order the plan prefers them.
+const (
+	OpCreate Operation = "create"
+	OpUpdate Operation = "update"
+	OpStatus Operation = "status"
+	OpDelete Operation = "delete"
+	// OpRelease lets go of a child with resyncd.io/prune: disabled instead
+	// of deleting it.
+	OpRelease Operation = "release"
+)
+
+func (o Operation) class() int {
+	switch o {
+	case OpCreate:
+		return 0
+	case OpUpdate:
+		return 1
+	case OpStatus:
+		return 2
+	default:
+		return 3
+	}
+}
+
+// op is one planned child write.
+type op struct {
+	kind    Operation
+	key     childKey
+	gvr     schema.GroupVersionResource
+	desired *unstructured.Unstructured // create, update
+	norm    map[string]any             // desired as compared, for the report
+	fp      fingerprint
+	live    *liveChild // update, delete, release
+	// lookFirst: an earlier pass found the name of this create taken, so
+	// the object is read before anything is written.
+	lookFirst bool
+	// unowned: the live object carries no controller ownerReference
+	// (liveChild.unowned), so the desired one is applied without one;
+	// created: it carries desired.AnnotationCreated, which the desired one
+	// keeps.
+	unowned, created bool
+	// needs are the children the desired object refers to
+	// (desired.Graph.Refs): if one of them turns out to be someone else's,
+	// this one is not written either.
+	needs []childKey
+	// unrendered: a prune of a child the parent no longer renders, held
+	// if a create of the job finds a name taken.
+	unrendered bool
+	// feeds: another child of the parent refers to this one, so what the
+	// write returns may change what that one renders (runJob replans).
+	feeds bool
+}
+
+// job is the work for one parent — its child writes in graph order, its
+// status, the pruning of children it no longer wants — or, for orphans
+// whose parent is gone, only prunes. One worker runs a job start to end.
+type job struct {
+	parent   *unstructured.Unstructured // nil for orphans
+	priority int32
+	ops      []*op
+	prunes   []*op
+	checks   []*op         // driftCheck server: children to dry-run
+	synced   []syncedChild // children found in sync
+	fights   []childKey    // children changed by another writer fightPasses passes in a row
+
+	children []*liveChild // live children, for the status
+	// inputs are the live children the parent was rendered with; waiting
+	// the children its renderer left waiting for others.
+	inputs  []desired.Child
+	waiting []desired.Waiting
+	// waitingLive are the live children that may be ones waiting, planned
+	// within the job once what they wait for is written.
+	waitingLive []*liveChild
+	// blocked are the children the plan found taken or refused, and those
+	// that refer to one; nil when there is none.
+	blocked map[childKey]blockage
+	// external is what was found for the parent's external references.
+	external []desired.External
+	failure  *desired.Failure
+	taken    []string // why each child whose name is someone else's is not written
+	// actsOnTaken are the children not written because they refer to an
+	// object of someone else's: one made before is pruned all the same.
+	actsOnTaken []childKey
+	// refused are the children not written because they would be outside
+	// the parent's namespace where the watched resource does not allow it.
+	refused []desired.Failure
+	// statusFields are the top-level status fields resyncd's field manager
+	// owns on the parent: one the status no longer has must be removed.
+	statusFields []string
+	held         []Held // children with resyncd.io/reconcile: disabled
+	withheld     Withheld
+	since        time.Time // first sighting of its oldest drift
+	// outcomes are what its writes came to; recounted, the children
+	// counted again as the job rendered its parent again (replan); stalled,
+	// that its status showed a permanent error; learnt, what its writes
+	// teach the next pass. fold books them all.
+	outcomes  []outcome
+	recounted ResourceReport
+	stalled   bool
+	learnt    lessons
+	pending   int
+	applied   bool
+}
+
+func (j *job) class() int {
+	c := OpStatus.class()
+	for _, o := range j.ops {
+		c = min(c, o.kind.class())
+	}
+	if j.parent == nil {
+		c = OpDelete.class()
+	}
+	return c
+}
+
+// waits says whether k may be a child that waits for another: one of its
+// kind whose name and namespace are k's or not known yet. Such a child is
+// not pruned, since the one that waits may be it.
+func (j *job) waits(k childKey) bool {
+	for _, w := range j.waiting {
+		if w.Group == k.Group && w.Kind == k.Kind && (w.Name == "" || w.Name == k.Name) && (w.Namespace == "" || w.Namespace == k.Namespace) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasChecks(jobs []*job) bool {
+	for _, j := range jobs {
+		if len(j.checks) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func sortJobs(jobs []*job) {
+	sort.SliceStable(jobs, func(a, b int) bool {
+		ja, jb := jobs[a], jobs[b]
+		if ja.priority != jb.priority {
+			return ja.priority > jb.priority
+		}
+		if ca, cb := ja.class(), jb.class(); ca != cb {
+			return ca < cb
+		}
+		return ja.since.Before(jb.since)
+	})
+}
