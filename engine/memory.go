@@ -137,3 +137,11 @@ func fold(next *memory, rep *ResourceReport, jobs []*job) {
 		}
 	}
 }
+
+// isNoop says whether the last pass found that applying fp to live
+// changes nothing, and the memory's key of that finding, which whoever
+// relies on it carries on to the next pass.
+func (rs *resourceState) isNoop(live *liveChild, fp fingerprint) (noopKey, bool) {
+	k := noopKey{string(live.uid), live.resourceVersion, fp}
+	return k, rs.mem.noops[k]
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/validate/content"
@@ -95,5 +96,40 @@ func (e *Engine) learnParentKind(rs *resourceState) error {
 		return fmt.Errorf("%s is not served by the API server (its CustomResourceDefinition removed?): %w", rs.name, err)
 	}
 	rs.parentGVK = rs.gvr.GroupVersion().WithKind(kind)
+	return nil
+}
+
+// materialize gives every op and check of j that lacks it its desired
+// object, rendering the parent again: rendering depends on the parent
+// alone, so it gives what the plan compared.
+func (e *Engine) materialize(rs *resourceState, j *job) error {
+	var missing []*op
+	for _, o := range slices.Concat(j.ops, j.checks) {
+		if o.kind != OpDelete && o.desired == nil {
+			missing = append(missing, o)
+		}
+	}
+	if len(missing) == 0 || j.parent == nil {
+		return nil
+	}
+	g, err := e.render(rs, j.parent, j.inputs, j.external)
+	if err != nil {
+		return err
+	}
+	byKey := map[childKey]*unstructured.Unstructured{}
+	for _, d := range g.Children {
+		byKey[keyOf(d)] = d
+	}
+	for _, o := range missing {
+		if o.desired = byKey[o.key]; o.desired == nil {
+			return fmt.Errorf("%s is no longer rendered", o.key)
+		}
+		if o.unowned {
+			withoutOwnerReference(o.desired, j.parent)
+		}
+		if o.created {
+			markCreated(o.desired, true)
+		}
+	}
 	return nil
 }

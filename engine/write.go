@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
-	"slices"
-	"strings"
 	"sync/atomic"
 
 	"go.uber.org/zap"
@@ -251,14 +248,6 @@ func (e *Engine) refresh(rs *resourceState, j *job, o *op, result *unstructured.
 	j.children = append(j.children, c)
 }
 
-// isNoop says whether the last pass found that applying fp to live
-// changes nothing, and the memory's key of that finding, which whoever
-// relies on it carries on to the next pass.
-func (rs *resourceState) isNoop(live *liveChild, fp fingerprint) (noopKey, bool) {
-	k := noopKey{string(live.uid), live.resourceVersion, fp}
-	return k, rs.mem.noops[k]
-}
-
 // writeStatus computes the parent's status and applies it to /status when
 // it differs from what the parent shows.
 func (e *Engine) writeStatus(ctx context.Context, r *run, j *job) {
@@ -307,91 +296,6 @@ func (e *Engine) writeStatus(ctx context.Context, r *run, j *job) {
 		m.applies.WithLabelValues(r.rs.cluster, r.rs.name, j.parent.GetKind(), string(OpStatus), out.result.label()).Inc()
 		m.applyDuration.WithLabelValues(r.rs.cluster, string(OpStatus)).Observe(e.now().Sub(start).Seconds())
 	}
-}
-
-// status is the whole status p should show: the renderer's fields and
-// readiness, composed with the conditions the engine owns.
-func status(rs *resourceState, p *unstructured.Unstructured, obs Observation) (map[string]any, error) {
-	st, err := rs.renderer.Status(p, obs.Observation)
-	if err != nil {
-		return nil, err
-	}
-	return Compose(p, obs, st)
-}
-
-// observe is what the status of j's parent is computed from.
-func (e *Engine) observe(j *job) Observation {
-	obs := Observation{Observation: desired.Observation{Now: e.now(), Failure: j.failure, Applied: j.applied, Waiting: j.waiting,
-		External: j.external}, Pending: j.pending, Withheld: j.withheld, Held: j.held}
-	switch {
-	case obs.Failure != nil:
-	case len(j.refused) > 0:
-		msgs := make([]string, 0, len(j.refused)+len(j.taken))
-		for _, r := range j.refused {
-			msgs = append(msgs, r.Message)
-		}
-		obs.Failure = &desired.Failure{Reason: j.refused[0].Reason, Message: strings.Join(append(msgs, j.taken...), "; ")}
-	case len(j.taken) > 0:
-		obs.Failure = &desired.Failure{Reason: ReasonNameTaken, Message: strings.Join(j.taken, "; ")}
-	}
-	for _, c := range j.children {
-		obs.Children = append(obs.Children, c.summary())
-	}
-	return obs
-}
-
-// sameOn reports whether old holds every field of st with the same value,
-// and none of the fields resyncd owns (owned) that st no longer has. Fields
-// of old that other managers own are theirs, and not compared.
-func sameOn(st, old map[string]any, owned []string) bool {
-	for k, v := range st {
-		if !reflect.DeepEqual(v, old[k]) {
-			return false
-		}
-	}
-	for _, k := range owned {
-		if _, present := st[k]; !present {
-			if _, ok := old[k]; ok {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// materialize gives every op and check of j that lacks it its desired
-// object, rendering the parent again: rendering depends on the parent
-// alone, so it gives what the plan compared.
-func (e *Engine) materialize(rs *resourceState, j *job) error {
-	var missing []*op
-	for _, o := range slices.Concat(j.ops, j.checks) {
-		if o.kind != OpDelete && o.desired == nil {
-			missing = append(missing, o)
-		}
-	}
-	if len(missing) == 0 || j.parent == nil {
-		return nil
-	}
-	g, err := e.render(rs, j.parent, j.inputs, j.external)
-	if err != nil {
-		return err
-	}
-	byKey := map[childKey]*unstructured.Unstructured{}
-	for _, d := range g.Children {
-		byKey[keyOf(d)] = d
-	}
-	for _, o := range missing {
-		if o.desired = byKey[o.key]; o.desired == nil {
-			return fmt.Errorf("%s is no longer rendered", o.key)
-		}
-		if o.unowned {
-			withoutOwnerReference(o.desired, j.parent)
-		}
-		if o.created {
-			markCreated(o.desired, true)
-		}
-	}
-	return nil
 }
 
 // errTaken says a create found the name taken; create has booked it.

@@ -1,0 +1,59 @@
+package engine
+
+import (
+	"reflect"
+	"strings"
+
+	"github.com/resyncd/resyncd/desired"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// status is the whole status p should show: the renderer's fields and
+// readiness, composed with the conditions the engine owns.
+func status(rs *resourceState, p *unstructured.Unstructured, obs Observation) (map[string]any, error) {
+	st, err := rs.renderer.Status(p, obs.Observation)
+	if err != nil {
+		return nil, err
+	}
+	return Compose(p, obs, st)
+}
+
+// observe is what the status of j's parent is computed from.
+func (e *Engine) observe(j *job) Observation {
+	obs := Observation{Observation: desired.Observation{Now: e.now(), Failure: j.failure, Applied: j.applied, Waiting: j.waiting,
+		External: j.external}, Pending: j.pending, Withheld: j.withheld, Held: j.held}
+	switch {
+	case obs.Failure != nil:
+	case len(j.refused) > 0:
+		msgs := make([]string, 0, len(j.refused)+len(j.taken))
+		for _, r := range j.refused {
+			msgs = append(msgs, r.Message)
+		}
+		obs.Failure = &desired.Failure{Reason: j.refused[0].Reason, Message: strings.Join(append(msgs, j.taken...), "; ")}
+	case len(j.taken) > 0:
+		obs.Failure = &desired.Failure{Reason: ReasonNameTaken, Message: strings.Join(j.taken, "; ")}
+	}
+	for _, c := range j.children {
+		obs.Children = append(obs.Children, c.summary())
+	}
+	return obs
+}
+
+// sameOn reports whether old holds every field of st with the same value,
+// and none of the fields resyncd owns (owned) that st no longer has. Fields
+// of old that other managers own are theirs, and not compared.
+func sameOn(st, old map[string]any, owned []string) bool {
+	for k, v := range st {
+		if !reflect.DeepEqual(v, old[k]) {
+			return false
+		}
+	}
+	for _, k := range owned {
+		if _, present := st[k]; !present {
+			if _, ok := old[k]; ok {
+				return false
+			}
+		}
+	}
+	return true
+}
