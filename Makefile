@@ -13,6 +13,11 @@ LDFLAGS := -X main.version=$(VERSION)
 # test cache cannot see; every `make test` runs every test.
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 IMAGE ?= ghcr.io/resyncd/resyncd
+# Modules of their own beside the daemon's, as tools/ is, so that what they
+# pull (controller-runtime, the Helm SDK, Prometheus's query engine and TSDB)
+# stays out of the daemon's go.mod: bench/ and deploy/ (the chart's and the
+# dashboard's tests). Their go.mod replaces the daemon's module with ../.
+MODULES := bench deploy
 RUN_DIR := $(CURDIR)/.run
 
 .PHONY: help
@@ -28,11 +33,12 @@ bins: ## Build (first time: about 10 minutes) or link the cached etcd, kube-apis
 	tools/build.sh $(CONTROL_PLANE)
 
 .PHONY: test
-test: bins ## Run every test against a real kube-apiserver + etcd
+test: bins ## Run every test of every module (the daemon's, bench/, deploy/, tools/image/) against a real kube-apiserver + etcd
 	go vet ./...
+	for m in $(MODULES); do (cd $$m && go vet ./...); done
 	cd tools/image && go vet ./... && go test ./...
-	go test $(GO_TEST_FLAGS) ./... || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
-	@$(MAKE) --no-print-directory reap
+	status=0; for m in . $(MODULES); do (cd $$m && go test $(GO_TEST_FLAGS) ./...) || status=$$?; done; \
+		$(MAKE) --no-print-directory reap; exit $$status
 
 .PHONY: test-drills
 test-drills: bins ## The drills on a living local cluster, then the config, renderer and graph fuzzers for 30 s each (make test runs the drills too)
@@ -54,24 +60,24 @@ image: ## Build the container image as bin/resyncd-image.tar, without a Docker e
 
 .PHONY: helm-lint
 helm-lint: bins ## helm lint --strict of the chart with the Helm SDK, and its values schema
-	go test -count=1 -run 'TestChartLint|TestChartRejectsBadValues' ./deploy
+	cd deploy && go test -count=1 -run 'TestChartLint|TestChartRejectsBadValues' .
 
 BENCH_FLAGS ?=
 BENCH_RESULTS := bench/results/$(shell date -u +%Y-%m-%d).json
 
 .PHONY: bench
 bench: bins build ## Measure resyncd against controller-runtime (1 and 8 workers), the raw-SSA floor and a raw LIST, over two clusters, and, at N = 1,000, among unrelated objects, over time and in drift latency; at N = 1,000 and 5,000 (about 28 minutes): docs/benchmarks.md, bench/results/
-	go build -o bin/bench ./bench
+	cd bench && go build -o ../bin/bench .
 	bin/bench -sizes 1000,5000 -reps 3 -tradeoff-n 1000 -out $(BENCH_RESULTS) -doc docs/benchmarks.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
 
 .PHONY: bench-scale
 bench-scale: bins build ## resyncd, the raw-SSA floor, the raw LIST and controller-runtime at N = 1,000, 5,000 and 20,000 (cold once at 20,000): the cost per parent and its slope, docs/benchmarks-scale.md, bench/results/
-	go build -o bin/bench ./bench
+	cd bench && go build -o ../bin/bench .
 	bin/bench -sizes 1000,5000,20000 -reps 3 -only resyncd,raw-ssa-floor,controller-runtime -out bench/results/$(shell date -u +%Y-%m-%d)-scale.json -doc docs/benchmarks-scale.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
 
 .PHONY: bench-quick
 bench-quick: bins build ## The bench at N = 200 (about 2 minutes), for development: .run/bench/quick.md; BENCH_FLAGS="-profile DIR" adds pprof profiles
-	go build -o bin/bench ./bench
+	cd bench && go build -o ../bin/bench .
 	bin/bench -sizes 200 -reps 3 -out $(RUN_DIR)/bench/quick.json -doc $(RUN_DIR)/bench/quick.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
 
 GOLANGCI_LINT := bin/golangci-lint-v2.15.0
@@ -83,8 +89,10 @@ $(GOLANGCI_LINT):
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## golangci-lint (.golangci.yml: errorlint, revive, staticcheck, promlinter, importas, gofmt) and go mod tidy checks
 	$(GOLANGCI_LINT) run ./...
+	for m in $(MODULES); do (cd $$m && ../$(GOLANGCI_LINT) run ./...); done
 	cd tools/image && ../../$(GOLANGCI_LINT) run ./...
 	go mod tidy -diff
+	for m in $(MODULES); do (cd $$m && go mod tidy -diff); done
 	cd tools && go mod tidy -diff
 	cd tools/image && go mod tidy -diff
 

@@ -6,6 +6,11 @@
 //
 // The same binary is also each contender that is not resyncd itself:
 // `bench cr`, `bench floor` and `bench list`.
+//
+// bench is a module of its own (bench/go.mod, which replaces the daemon's
+// module with ../), so that controller-runtime, which only its reconciler
+// links, stays out of the daemon's go.mod: `cd bench && go build -o
+// ../bin/bench .`.
 package main
 
 import (

@@ -1,15 +1,17 @@
-package main
+package deploy_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,7 +35,7 @@ import (
 // dashboard, by panel title, and checks its template variables.
 func dashboardQueries(t *testing.T) map[string][]string {
 	t.Helper()
-	data, err := os.ReadFile("../../deploy/helm/resyncd/dashboards/resyncd.json")
+	data, err := os.ReadFile("helm/resyncd/dashboards/resyncd.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,16 +77,17 @@ func dashboardQueries(t *testing.T) map[string][]string {
 	return out
 }
 
-// TestDashboard: resyncd runs with three clusters: two that answer (the
-// test API server through --kubeconfig, and a control plane of its own
-// through a kubeconfig file, one with drift to repair)
-// and one whose kubeconfig names a port nothing listens on. Its /metrics
-// is scraped a few times, the samples go into Prometheus's query engine
+// TestDashboard: the resyncd binary runs with three clusters: two that
+// answer (the test API server through --kubeconfig, and a control plane of
+// its own through a kubeconfig file, one with drift to repair) and one whose
+// kubeconfig names a port nothing listens on. Its /metrics is scraped a few
+// times, the samples go into Prometheus's query engine
 // (in-memory storage), and every panel's query, with Grafana's variables
 // substituted (cluster: All, and each cluster alone), returns at least one
 // series; the cluster variable's own query finds the three clusters.
 func TestDashboard(t *testing.T) {
 	queries := dashboardQueries(t)
+	bin := buildResyncd(t)
 	ctx := t.Context()
 	// Two entries reaching one API server are refused: mirror is a
 	// control plane of its own.
@@ -117,7 +120,17 @@ func TestDashboard(t *testing.T) {
 	if err := os.WriteFile(mirrorKC, second.Kubeconfig(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	down := kubeconfigFor(t, "https://"+freePort(t))[1]
+	down := filepath.Join(dir, "down.kubeconfig")
+	downBody := `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://` + freePort(t) + `", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`
+	if err := os.WriteFile(down, []byte(downBody), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	metricsAddr := freePort(t)
 	cfg := filepath.Join(dir, "config.yaml")
 	body := `metrics: {address: "` + metricsAddr + `"}
@@ -134,18 +147,26 @@ resources:
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	done := make(chan error, 1)
 	var out syncBuffer
+	run := exec.CommandContext(ctx, bin, "run", "--config", cfg, "--kubeconfig", kc, "--request-timeout", "2s")
+	run.Stdout, run.Stderr = &out, &out
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// ctx ends, and kills resyncd if it still runs, before the cleanups.
+	done, exited := make(chan error, 1), make(chan struct{})
+	go func() { done <- run.Wait(); close(exited) }()
 	t.Cleanup(func() {
+		<-exited
 		if t.Failed() {
 			t.Logf("resyncd run:\n%s", out.String())
 		}
 	})
-	go func() {
-		done <- newRootCommand(&out, &out, []string{"run", "--config", cfg, "--kubeconfig", kc, "--request-timeout", "2s"}).ExecuteContext(runCtx)
-	}()
+	stop := func() {
+		if err := run.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Errorf("stop resyncd: %v", err)
+		}
+	}
 	metricsURL := "http://" + metricsAddr + "/metrics"
 	fixture.Eventually(t, "both answering clusters converged", time.Minute, func() bool {
 		select {
@@ -302,4 +323,32 @@ func loadScrape(t *testing.T, st *teststorage.TestStorage, url string, at time.T
 	if err := app.Commit(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// buildResyncd builds the resyncd binary in its own module, at the
+// repository root, as `make build` does.
+func buildResyncd(t *testing.T) string {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "resyncd")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/resyncd")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// freePort returns a loopback address nothing listens on.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
