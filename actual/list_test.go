@@ -36,7 +36,7 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func TestEachPages(t *testing.T) {
-	cs := kubernetes.NewForConfigOrDie(env.Config)
+	cs := kubernetes.NewForConfigOrDie(env(t).Config)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "paging"}}
 	if _, err := cs.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -57,7 +57,7 @@ func TestEachPages(t *testing.T) {
 	}
 
 	counter := &countingTransport{}
-	cfg := rest.CopyConfig(env.Config)
+	cfg := rest.CopyConfig(env(t).Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
 	lister, err := actual.NewLister(cfg)
 	if err != nil {
@@ -94,7 +94,7 @@ func TestEachPages(t *testing.T) {
 // TestEachErrors: the API server's refusal comes back as its own error,
 // so that callers can tell a missing resource or a throttled request.
 func TestEachErrors(t *testing.T) {
-	lister, err := actual.NewLister(env.Config)
+	lister, err := actual.NewLister(env(t).Config)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ import (
 // Event — and may do nothing the configuration does not need.
 func TestChartEndToEnd(t *testing.T) {
 	ctx := t.Context()
-	admin := kubernetes.NewForConfigOrDie(env.Config)
+	admin := kubernetes.NewForConfigOrDie(env(t).Config)
 	createNamespaces(t, admin, releaseNamespace, "chart-e2e")
 
 	// helm install resyncd deploy/helm/resyncd -n resyncd-system --set replicaCount=2
@@ -57,7 +57,7 @@ func TestChartEndToEnd(t *testing.T) {
 	saKube := kubernetes.NewForConfigOrDie(sa)
 	saDyn := dynamic.NewForConfigOrDie(sa)
 
-	adminDyn := dynamic.NewForConfigOrDie(env.Config)
+	adminDyn := dynamic.NewForConfigOrDie(env(t).Config)
 	for i, spec := range []map[string]any{
 		{"image": "nginx:1.27", "port": int64(8080), "replicas": int64(2)},
 		{"image": "nginx:1.27", "port": int64(8080), "resources": map[string]any{"requests": map[string]any{"cpu": "100m"}},
@@ -174,7 +174,7 @@ func helmInstall(t *testing.T, release, namespace string, vals map[string]any) (
 	t.Helper()
 	ctx := t.Context()
 	fullname, sa := helmInstallOnly(t, release, namespace, vals)
-	cm, err := kubernetes.NewForConfigOrDie(env.Config).CoreV1().ConfigMaps(namespace).Get(ctx, fullname, metav1.GetOptions{})
+	cm, err := kubernetes.NewForConfigOrDie(env(t).Config).CoreV1().ConfigMaps(namespace).Get(ctx, fullname, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func helmInstall(t *testing.T, release, namespace string, vals map[string]any) (
 func helmInstallOnly(t *testing.T, release, namespace string, vals map[string]any) (string, *rest.Config) {
 	t.Helper()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, env.Kubeconfig(), 0o600); err != nil {
+	if err := os.WriteFile(kubeconfig, env(t).Kubeconfig(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	getter := genericclioptions.NewConfigFlags(false)
@@ -218,7 +218,7 @@ func helmInstallOnly(t *testing.T, release, namespace string, vals map[string]an
 	if !strings.Contains(release, "resyncd") {
 		fullname = release + "-resyncd"
 	}
-	sa := rest.CopyConfig(env.Config)
+	sa := rest.CopyConfig(env(t).Config)
 	sa.Impersonate = rest.ImpersonationConfig{
 		UserName: fmt.Sprintf("system:serviceaccount:%s:%s", namespace, fullname),
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
@@ -232,7 +232,7 @@ func helmInstallOnly(t *testing.T, release, namespace string, vals map[string]an
 // resyncd elsewhere would, converges an HttpService.
 func TestChartTarget(t *testing.T) {
 	ctx := t.Context()
-	admin := kubernetes.NewForConfigOrDie(env.Config)
+	admin := kubernetes.NewForConfigOrDie(env(t).Config)
 	createNamespaces(t, admin, "target-system", "target-app")
 	fullname, _ := helmInstallOnly(t, "target", "target-system", map[string]any{"target": map[string]any{"enabled": true}})
 	deps, err := admin.AppsV1().Deployments("target-system").List(ctx, metav1.ListOptions{})
@@ -253,8 +253,8 @@ func TestChartTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	remote := &rest.Config{Host: env.Config.Host, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: env.Config.CAData}}
-	fixture.CreateParent(t, dynamic.NewForConfigOrDie(env.Config), "target-app", "web", map[string]any{"image": "nginx", "port": int64(8080)})
+	remote := &rest.Config{Host: env(t).Config.Host, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: env(t).Config.CAData}}
+	fixture.CreateParent(t, dynamic.NewForConfigOrDie(env(t).Config), "target-app", "web", map[string]any{"image": "nginx", "port": int64(8080)})
 	fixture.Eventually(t, "the ClusterRole in force", 30*time.Second, func() bool {
 		_, err := dynamic.NewForConfigOrDie(remote).Resource(httpServices).Namespace("target-app").List(ctx, metav1.ListOptions{})
 		return err == nil
@@ -285,7 +285,7 @@ func TestChartTarget(t *testing.T) {
 // and the same requests elsewhere, or cluster-wide, are Forbidden.
 func TestChartNamespacedRBAC(t *testing.T) {
 	ctx := t.Context()
-	admin := kubernetes.NewForConfigOrDie(env.Config)
+	admin := kubernetes.NewForConfigOrDie(env(t).Config)
 	createNamespaces(t, admin, "scoped-system", "scoped-in", "scoped-out")
 	cfg, sa := helmInstall(t, "scoped", "scoped-system", map[string]any{"config": map[string]any{"resources": []any{
 		map[string]any{"group": "resyncd.io", "version": "v1alpha1", "resource": "httpservices", "renderer": "httpservice", "namespaces": []any{"scoped-in"}},
@@ -293,7 +293,7 @@ func TestChartNamespacedRBAC(t *testing.T) {
 	if _, err := admin.RbacV1().ClusterRoles().Get(ctx, "scoped-resyncd", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("ClusterRole scoped-resyncd: %v, want none", err)
 	}
-	adminDyn := dynamic.NewForConfigOrDie(env.Config)
+	adminDyn := dynamic.NewForConfigOrDie(env(t).Config)
 	for _, ns := range []string{"scoped-in", "scoped-out"} {
 		fixture.CreateParent(t, adminDyn, ns, "web", map[string]any{"image": "nginx", "port": int64(8080)})
 	}
@@ -331,8 +331,8 @@ func TestChartNamespacedRBAC(t *testing.T) {
 // a WebApp (ConfigMap, then Deployment, and Service) in its namespace.
 func TestChartGraph(t *testing.T) {
 	ctx := t.Context()
-	fixture.InstallWebApps(t, env.Config)
-	admin := kubernetes.NewForConfigOrDie(env.Config)
+	fixture.InstallWebApps(t, env(t).Config)
+	admin := kubernetes.NewForConfigOrDie(env(t).Config)
 	createNamespaces(t, admin, "graph-system", "chart-graph")
 	cfg, sa := helmInstall(t, "graphs", "graph-system", valueSets["graph"])
 	if g := cfg.Resources[0].GraphPath(); filepath.Base(g) != "webapp.yaml" {
@@ -356,7 +356,7 @@ func TestChartGraph(t *testing.T) {
 		"metadata": map[string]any{"name": "site", "namespace": "chart-graph"},
 		"spec":     map[string]any{"image": "nginx", "expose": true},
 	}}
-	if _, err := dynamic.NewForConfigOrDie(env.Config).Resource(fixture.WebApps).Namespace("chart-graph").Create(ctx, webapp, metav1.CreateOptions{}); err != nil {
+	if _, err := dynamic.NewForConfigOrDie(env(t).Config).Resource(fixture.WebApps).Namespace("chart-graph").Create(ctx, webapp, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eng, err := engine.New(engine.SettingsFrom(cfg), engine.Options{REST: sa, Renderers: reg})
@@ -388,8 +388,8 @@ func TestChartGraph(t *testing.T) {
 // stay out of its reach.
 func TestChartGraphKinds(t *testing.T) {
 	ctx := t.Context()
-	fixture.InstallWebApps(t, env.Config)
-	admin := kubernetes.NewForConfigOrDie(env.Config)
+	fixture.InstallWebApps(t, env(t).Config)
+	admin := kubernetes.NewForConfigOrDie(env(t).Config)
 	createNamespaces(t, admin, "kinds-system", "kinds-in", "kinds-out")
 	// tenant.yaml without its Widget, a kind this API server does not serve.
 	tenant := readYAML("../testdata/graphs/tenant.yaml")
@@ -409,7 +409,7 @@ func TestChartGraphKinds(t *testing.T) {
 	})
 	res := cfg.Resources[1]
 	reg := graphRegistry(t, res, sa)
-	adminDyn := dynamic.NewForConfigOrDie(env.Config)
+	adminDyn := dynamic.NewForConfigOrDie(env(t).Config)
 	for _, ns := range []string{"kinds-in", "kinds-out"} {
 		webapp := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "example.resyncd.io/v1alpha1", "kind": "WebApp",
@@ -465,8 +465,8 @@ func TestChartGraphKinds(t *testing.T) {
 // template places outside stay out of reach beyond the watched namespace.
 func TestChartOutsideKinds(t *testing.T) {
 	ctx := t.Context()
-	fixture.InstallWebApps(t, env.Config)
-	admin := kubernetes.NewForConfigOrDie(env.Config)
+	fixture.InstallWebApps(t, env(t).Config)
+	admin := kubernetes.NewForConfigOrDie(env(t).Config)
 	createNamespaces(t, admin, "outside-system", "outside-in", "outside-shared")
 	cfg, sa := helmInstall(t, "outside", "outside-system", map[string]any{
 		"graphs": map[string]any{"outside.yaml": readYAML("../testdata/graphs/outside.yaml")},
@@ -482,7 +482,7 @@ func TestChartOutsideKinds(t *testing.T) {
 	})
 	res := cfg.Resources[0]
 	reg := graphRegistry(t, res, sa)
-	adminDyn := dynamic.NewForConfigOrDie(env.Config)
+	adminDyn := dynamic.NewForConfigOrDie(env(t).Config)
 	webapp := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "example.resyncd.io/v1alpha1", "kind": "WebApp",
 		"metadata": map[string]any{"name": "site", "namespace": "outside-in"},
@@ -542,8 +542,8 @@ func TestChartOutsideKinds(t *testing.T) {
 // the ServiceAccount's reach.
 func TestChartOutsideNamed(t *testing.T) {
 	ctx := t.Context()
-	fixture.InstallWebApps(t, env.Config)
-	admin := kubernetes.NewForConfigOrDie(env.Config)
+	fixture.InstallWebApps(t, env(t).Config)
+	admin := kubernetes.NewForConfigOrDie(env(t).Config)
 	createNamespaces(t, admin, "named-system", "named-in", "named-shared", "named-other")
 	g := map[string]any{"apiVersion": "resyncd.io/v1alpha1", "kind": "Graph", "metadata": map[string]any{"name": "named"},
 		"spec": map[string]any{"resources": []any{
@@ -568,7 +568,7 @@ func TestChartOutsideNamed(t *testing.T) {
 	})
 	res := cfg.Resources[0]
 	reg := graphRegistry(t, res, sa)
-	adminDyn := dynamic.NewForConfigOrDie(env.Config)
+	adminDyn := dynamic.NewForConfigOrDie(env(t).Config)
 	webapp := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "example.resyncd.io/v1alpha1", "kind": "WebApp",
 		"metadata": map[string]any{"name": "site", "namespace": "named-in"},
@@ -623,8 +623,8 @@ func TestChartOutsideNamed(t *testing.T) {
 // and write none of them.
 func TestChartExternalRef(t *testing.T) {
 	ctx := t.Context()
-	fixture.InstallWebApps(t, env.Config)
-	admin := kubernetes.NewForConfigOrDie(env.Config)
+	fixture.InstallWebApps(t, env(t).Config)
+	admin := kubernetes.NewForConfigOrDie(env(t).Config)
 	createNamespaces(t, admin, "ext-system", "ext-in", "ext-platform")
 	platform := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "platform", Namespace: "ext-platform"}, Data: map[string]string{"region": "eu-west-1"}}
 	if _, err := admin.CoreV1().ConfigMaps("ext-platform").Create(ctx, platform, metav1.CreateOptions{}); err != nil {
@@ -655,7 +655,7 @@ func TestChartExternalRef(t *testing.T) {
 		"apiVersion": "example.resyncd.io/v1alpha1", "kind": "WebApp",
 		"metadata": map[string]any{"name": "site", "namespace": "ext-in"}, "spec": map[string]any{"image": "nginx"},
 	}}
-	if _, err := dynamic.NewForConfigOrDie(env.Config).Resource(fixture.WebApps).Namespace("ext-in").Create(ctx, webapp, metav1.CreateOptions{}); err != nil {
+	if _, err := dynamic.NewForConfigOrDie(env(t).Config).Resource(fixture.WebApps).Namespace("ext-in").Create(ctx, webapp, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eng, err := engine.New(engine.SettingsFrom(cfg), engine.Options{REST: sa, Renderers: reg})
@@ -690,8 +690,8 @@ func TestChartExternalRef(t *testing.T) {
 // namespace's.
 func TestChartExternalNamespaces(t *testing.T) {
 	ctx := t.Context()
-	fixture.InstallWebApps(t, env.Config)
-	admin := kubernetes.NewForConfigOrDie(env.Config)
+	fixture.InstallWebApps(t, env(t).Config)
+	admin := kubernetes.NewForConfigOrDie(env(t).Config)
 	createNamespaces(t, admin, "extns-system", "extns-in", "extns-bank", "extns-other")
 	bank := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "rates", Namespace: "extns-bank"}, Data: map[string]string{"rate": "4.5"}}
 	if _, err := admin.CoreV1().ConfigMaps("extns-bank").Create(ctx, bank, metav1.CreateOptions{}); err != nil {
@@ -726,7 +726,7 @@ func TestChartExternalNamespaces(t *testing.T) {
 		"apiVersion": "example.resyncd.io/v1alpha1", "kind": "WebApp",
 		"metadata": map[string]any{"name": "loan", "namespace": "extns-in"}, "spec": map[string]any{"image": "nginx", "tags": []any{"extns-bank"}},
 	}}
-	if _, err := dynamic.NewForConfigOrDie(env.Config).Resource(fixture.WebApps).Namespace("extns-in").Create(ctx, webapp, metav1.CreateOptions{}); err != nil {
+	if _, err := dynamic.NewForConfigOrDie(env(t).Config).Resource(fixture.WebApps).Namespace("extns-in").Create(ctx, webapp, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eng, err := engine.New(engine.SettingsFrom(cfg), engine.Options{REST: sa, Renderers: reg})
@@ -759,7 +759,7 @@ func TestChartExternalNamespaces(t *testing.T) {
 // again) and list and patch the parents — but touch no other CRD.
 func TestChartKroGraph(t *testing.T) {
 	ctx := t.Context()
-	admin := kubernetes.NewForConfigOrDie(env.Config)
+	admin := kubernetes.NewForConfigOrDie(env(t).Config)
 	for _, ns := range []string{"kro-system", "shop"} {
 		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)

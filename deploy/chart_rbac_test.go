@@ -347,7 +347,7 @@ func TestChartKindTable(t *testing.T) {
 	if err := yaml.UnmarshalStrict(data, &table); err != nil {
 		t.Fatal(err)
 	}
-	_, lists, err := discovery.NewDiscoveryClientForConfigOrDie(env.Config).ServerGroupsAndResources()
+	_, lists, err := discovery.NewDiscoveryClientForConfigOrDie(env(t).Config).ServerGroupsAndResources()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func httpService(name string, spec map[string]any) *unstructured.Unstructured {
 
 func dynamicClient(t *testing.T) dynamic.Interface {
 	t.Helper()
-	c, err := dynamic.NewForConfig(env.Config)
+	c, err := dynamic.NewForConfig(env(t).Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,12 +132,12 @@ func TestCRDPrinterColumns(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Delete(t.Context(), "columns", metav1.DeleteOptions{}) })
 
-	hc, err := rest.HTTPClientFor(env.Config)
+	hc, err := rest.HTTPClientFor(env(t).Config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet,
-		strings.TrimSuffix(env.Config.Host, "/")+"/apis/resyncd.io/v1alpha1/namespaces/default/httpservices/columns", nil)
+		strings.TrimSuffix(env(t).Config.Host, "/")+"/apis/resyncd.io/v1alpha1/namespaces/default/httpservices/columns", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,8 +100,8 @@ func TestDashboard(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	cs := kubernetes.NewForConfigOrDie(env.Config)
-	planes := map[string]*testenv.Env{"dash-home": env, "dash-mirror": second}
+	cs := kubernetes.NewForConfigOrDie(env(t).Config)
+	planes := map[string]*testenv.Env{"dash-home": env(t), "dash-mirror": second}
 	for ns, plane := range planes {
 		c := kubernetes.NewForConfigOrDie(plane.Config)
 		if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -113,7 +113,7 @@ func TestDashboard(t *testing.T) {
 	}
 	dir := t.TempDir()
 	kc := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kc, env.Kubeconfig(), 0o600); err != nil {
+	if err := os.WriteFile(kc, env(t).Kubeconfig(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	mirrorKC := filepath.Join(dir, "mirror.kubeconfig")

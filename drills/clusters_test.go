@@ -52,7 +52,7 @@ func TestManyClusters(t *testing.T) {
 	bin := buildResyncd(t)
 	east, west := startPlane(t), startPlane(t)
 	const ns, parents = "fleet", 200
-	planes := map[string]*testenv.Env{"home": env, "east": east, "west": west}
+	planes := map[string]*testenv.Env{"home": env(t), "east": east, "west": west}
 	cs := map[string]kubernetes.Interface{}
 	for name, e := range planes {
 		d := newDrillOn(t, e, ns, func(*config.Config) {})
@@ -70,7 +70,7 @@ func TestManyClusters(t *testing.T) {
 		}
 		return path
 	}
-	homeKC := write("home.kubeconfig", env.Kubeconfig())
+	homeKC := write("home.kubeconfig", env(t).Kubeconfig())
 	write("east.kubeconfig", east.Kubeconfig())
 	// west: a ServiceAccount's token, to be rotated.
 	oldToken := fixture.ServiceAccountToken(t, cs["west"], "default", "resyncd-a", "cluster-admin", "drill")

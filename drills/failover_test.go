@@ -245,7 +245,7 @@ func leaderAndStandby(t *testing.T, bin, cfg, dir, leader, standby string) (*pro
 	t.Helper()
 	var procs []*process
 	for _, user := range []string{leader, standby} {
-		kc, err := env.AddUserKubeconfig(user, "system:masters")
+		kc, err := env(t).AddUserKubeconfig(user, "system:masters")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,7 +28,11 @@ import (
 	"github.com/resyncd/resyncd/internal/testenv"
 )
 
-var env *testenv.Env
+// shared is the drills' cluster, started by the first drill that needs it.
+var shared testenv.Shared
+
+// env is the drills' cluster; the drill fails if it cannot start.
+func env(t testing.TB) *testenv.Env { t.Helper(); return shared.Env(t) }
 
 // auditLog is the API server's record of every child and status write, by
 // user, for the drills that must prove from the server's side who wrote.
@@ -60,7 +64,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	auditLog = filepath.Join(dir, "audit.log")
-	testenv.MainWith(m, &env, testenv.Options{
+	testenv.MainWith(m, &shared, testenv.Options{
 		Cluster: true, Nodes: 3,
 		APIServerArgs: map[string]string{"audit-policy-file": policy, "audit-log-path": auditLog},
 		AfterStop:     func() { _ = os.RemoveAll(dir) },
@@ -90,13 +94,13 @@ func newDrill(t *testing.T, ns string) *drill {
 // newDrillWith is newDrill with the configuration edited by edit.
 func newDrillWith(t *testing.T, ns string, edit func(*config.Config)) *drill {
 	t.Helper()
-	return newDrillOn(t, env, ns, edit)
+	return newDrillOn(t, env(t), ns, edit)
 }
 
 // newDrillOn is newDrillWith on another control plane than the shared one.
-func newDrillOn(t *testing.T, env *testenv.Env, ns string, edit func(*config.Config)) *drill {
+func newDrillOn(t *testing.T, cp *testenv.Env, ns string, edit func(*config.Config)) *drill {
 	t.Helper()
-	cs := kubernetes.NewForConfigOrDie(env.Config)
+	cs := kubernetes.NewForConfigOrDie(cp.Config)
 	if _, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -110,12 +114,12 @@ func newDrillOn(t *testing.T, env *testenv.Env, ns string, edit func(*config.Con
 	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
 	b.StartRecordingToSink(t.Context().Done())
 	reg := prometheus.NewRegistry()
-	eng, err := engine.New(engine.SettingsFrom(&cfg), engine.Options{REST: env.Config, Renderers: desired.DefaultRegistry(),
+	eng, err := engine.New(engine.SettingsFrom(&cfg), engine.Options{REST: cp.Config, Renderers: desired.DefaultRegistry(),
 		Metrics: engine.NewMetrics(reg), Log: zap.New(core), Events: b.NewRecorder(scheme.Scheme, "resyncd")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &drill{t: t, env: env, ns: ns, engine: eng, dyn: dynamic.NewForConfigOrDie(env.Config), cs: cs, logs: logs, reg: reg}
+	return &drill{t: t, env: cp, ns: ns, engine: eng, dyn: dynamic.NewForConfigOrDie(cp.Config), cs: cs, logs: logs, reg: reg}
 }
 
 func (d *drill) pass() engine.ResourceReport {

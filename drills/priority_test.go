@@ -33,7 +33,7 @@ func TestResourcePriorityOrder(t *testing.T) {
 	}
 	dir := t.TempDir()
 	kc := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kc, env.Kubeconfig(), 0o600); err != nil {
+	if err := os.WriteFile(kc, env(t).Kubeconfig(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "config.yaml")
@@ -66,7 +66,7 @@ resources:
 	if last, first := slices.MaxFunc(highWrites, time.Time.Compare), slices.MinFunc(lowWrites, time.Time.Compare); !last.Before(first) {
 		t.Errorf("a write of the lower priority (%s) came before the last of the higher (%s)", first.Format(time.StampMicro), last.Format(time.StampMicro))
 	}
-	deps, err := kubernetes.NewForConfigOrDie(env.Config).AppsV1().Deployments(low).List(t.Context(), metav1.ListOptions{})
+	deps, err := kubernetes.NewForConfigOrDie(env(t).Config).AppsV1().Deployments(low).List(t.Context(), metav1.ListOptions{})
 	if err != nil || len(deps.Items) != parents {
 		t.Errorf("%s holds %d Deployments (%v), want %d", low, len(deps.Items), err, parents)
 	}

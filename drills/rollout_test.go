@@ -38,7 +38,7 @@ func TestRolloutAndReadiness(t *testing.T) {
 	}
 
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kc, env.Kubeconfig(), 0o600); err != nil {
+	if err := os.WriteFile(kc, env(t).Kubeconfig(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	wait := exec.CommandContext(t.Context(), kubectl, "--kubeconfig", kc, "wait", "--for=condition=Ready", "hsvc/web", "-n", "rollout", "--timeout=60s")

@@ -75,7 +75,7 @@ func stopDuringALargeBatch(t *testing.T, bin, ns string, sig syscall.Signal) {
 	}
 	dir := t.TempDir()
 	kc := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kc, env.Kubeconfig(), 0o600); err != nil {
+	if err := os.WriteFile(kc, env(t).Kubeconfig(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "config.yaml")

@@ -32,11 +32,11 @@ func kroHarness(t *testing.T, ns, path string) (*harness, schema.GroupVersionRes
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{CRDs: []*extv1.CustomResourceDefinition{crd}}); err != nil {
+	if _, err := envtest.InstallCRDs(env(t).Config, envtest.CRDInstallOptions{CRDs: []*extv1.CustomResourceDefinition{crd}}); err != nil {
 		t.Fatal(err)
 	}
 	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: crd.Spec.Versions[0].Name, Resource: crd.Spec.Names.Plural}
-	disc := discovery.NewDiscoveryClientForConfigOrDie(env.Config)
+	disc := discovery.NewDiscoveryClientForConfigOrDie(env(t).Config)
 	fixture.Eventually(t, "the OpenAPI schema of "+crd.Spec.Names.Kind+" published", 30*time.Second, func() bool {
 		paths, err := disc.OpenAPIV3().Paths()
 		_, ok := paths["apis/"+gvr.Group+"/"+gvr.Version]

@@ -60,10 +60,10 @@ func externalHarnessTyped(t *testing.T, ns, path string, typed bool) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{CRDs: []*extv1.CustomResourceDefinition{crd}}); err != nil {
+	if _, err := envtest.InstallCRDs(env(t).Config, envtest.CRDInstallOptions{CRDs: []*extv1.CustomResourceDefinition{crd}}); err != nil {
 		t.Fatal(err)
 	}
-	disc := discovery.NewDiscoveryClientForConfigOrDie(env.Config)
+	disc := discovery.NewDiscoveryClientForConfigOrDie(env(t).Config)
 	fixture.Eventually(t, "the OpenAPI schema of TeamApp published", 30*time.Second, func() bool {
 		paths, err := disc.OpenAPIV3().Paths()
 		_, ok := paths["apis/kro.run/v1alpha1"]

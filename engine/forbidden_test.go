@@ -74,7 +74,7 @@ func (h *harness) waitRBAC(ns, user string, withheld ...string) {
 // test's administrator). The new engine starts with no memory of passes.
 func (h *harness) impersonate(user string) {
 	h.t.Helper()
-	rc := rest.CopyConfig(env.Config)
+	rc := rest.CopyConfig(env(h.t).Config)
 	if user != "" {
 		rc.Impersonate = rest.ImpersonationConfig{UserName: user}
 	}

@@ -178,7 +178,7 @@ func TestGraphCostBudget(t *testing.T) {
 // writes nothing.
 func TestGraphHTTPService(t *testing.T) {
 	ns := "graph-hsvc"
-	disc := discovery.NewDiscoveryClientForConfigOrDie(env.Config)
+	disc := discovery.NewDiscoveryClientForConfigOrDie(env(t).Config)
 	path := "../testdata/graphs/httpservice.yaml"
 	g, err := graph.Load(path, graph.Options{Schemas: &resolver.ClientDiscoveryResolver{Discovery: disc},
 		Parent: httpServices.GroupVersion().WithKind("HttpService")})

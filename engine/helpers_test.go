@@ -81,7 +81,7 @@ func newHarness(t *testing.T, cfg *config.Config) *harness {
 func newHarnessWith(t *testing.T, cfg *config.Config, renderers desired.Registry) *harness {
 	t.Helper()
 	log := &requestLog{}
-	rc := rest.CopyConfig(env.Config)
+	rc := rest.CopyConfig(env(t).Config)
 	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { log.next = rt; return log })
 	reg := prometheus.NewRegistry()
 	e, err := New(SettingsFrom(cfg), Options{REST: rc, Renderers: renderers, Metrics: NewMetrics(reg), Log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))})
@@ -89,7 +89,7 @@ func newHarnessWith(t *testing.T, cfg *config.Config, renderers desired.Registry
 		t.Fatal(err)
 	}
 	return &harness{t: t, engine: e, log: log, reg: reg,
-		dyn: dynamic.NewForConfigOrDie(env.Config), cs: kubernetes.NewForConfigOrDie(env.Config)}
+		dyn: dynamic.NewForConfigOrDie(env(t).Config), cs: kubernetes.NewForConfigOrDie(env(t).Config)}
 }
 
 func (h *harness) namespace(name string) {

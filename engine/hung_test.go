@@ -110,12 +110,12 @@ func TestHungServer(t *testing.T) {
 	h.namespace(ns)
 	h.createParent(ns, "web", map[string]any{"image": "nginx", "port": int64(8080)})
 
-	u, err := url.Parse(env.Config.Host)
+	u, err := url.Parse(env(t).Config.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := newFreezer(t, u.Host)
-	rc := rest.CopyConfig(env.Config)
+	rc := rest.CopyConfig(env(t).Config)
 	rc.Host = "https://" + f.ln.Addr().String()
 	rc.Timeout = 0 // no request bound: the pass's bound alone must end a hung pass
 	core, logs := observer.New(zapcore.InfoLevel)

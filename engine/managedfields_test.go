@@ -21,7 +21,7 @@ import (
 // another manager shows.
 func TestOwnedMatchesApplied(t *testing.T) {
 	ctx := t.Context()
-	cs := kubernetes.NewForConfigOrDie(env.Config)
+	cs := kubernetes.NewForConfigOrDie(env(t).Config)
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "owned"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestOwnedMatchesApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dc := dynamic.NewForConfigOrDie(env.Config)
+	dc := dynamic.NewForConfigOrDie(env(t).Config)
 	o := newOwner("resyncd-test")
 	for i, child := range g.Children {
 		ct := desired.HTTPService{}.ChildTypes()[i]

@@ -35,8 +35,8 @@ func outsideHarness(t *testing.T, ns string, allow func(*config.Resource)) *harn
 // placedHarness is outsideHarness with the graph file at path.
 func placedHarness(t *testing.T, ns, path string, allow func(*config.Resource)) *harness {
 	t.Helper()
-	fixture.InstallWebApps(t, env.Config)
-	disc := discovery.NewDiscoveryClientForConfigOrDie(env.Config)
+	fixture.InstallWebApps(t, env(t).Config)
+	disc := discovery.NewDiscoveryClientForConfigOrDie(env(t).Config)
 	g, err := graph.Load(path, graph.Options{Schemas: &resolver.ClientDiscoveryResolver{Discovery: disc},
 		Parent: fixture.WebApps.GroupVersion().WithKind("WebApp")})
 	if err != nil {

@@ -73,7 +73,7 @@ func (widgetRenderer) Status(*unstructured.Unstructured, desired.Observation) (d
 // the first parent is gone and resyncd has pruned its Service, the Widget
 // gets the name.
 func TestTwoParentsOneChild(t *testing.T) {
-	if _, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{widgetCRD()}}); err != nil {
+	if _, err := envtest.InstallCRDs(env(t).Config, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{widgetCRD()}}); err != nil {
 		t.Fatal(err)
 	}
 	ns := "two-parents"

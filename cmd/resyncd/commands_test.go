@@ -32,11 +32,11 @@ func TestValidateExitCodes(t *testing.T) {
 
 func TestDiffAndOnce(t *testing.T) {
 	ctx := t.Context()
-	cs := kubernetes.NewForConfigOrDie(env.Config)
+	cs := kubernetes.NewForConfigOrDie(env(t).Config)
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cli"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	fixture.CreateParent(t, dynamic.NewForConfigOrDie(env.Config), "cli", "web", map[string]any{"image": "nginx:1.27", "port": int64(8080)})
+	fixture.CreateParent(t, dynamic.NewForConfigOrDie(env(t).Config), "cli", "web", map[string]any{"image": "nginx:1.27", "port": int64(8080)})
 	flags := files(t, "cli")
 
 	out, code := resyncd(t, append([]string{"diff"}, flags...)...)
@@ -101,11 +101,11 @@ func TestUnservedResource(t *testing.T) {
 // on the API server, not still queued in the broadcaster.
 func TestOnceWritesItsEvents(t *testing.T) {
 	ctx := t.Context()
-	cs := kubernetes.NewForConfigOrDie(env.Config)
+	cs := kubernetes.NewForConfigOrDie(env(t).Config)
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "once-events"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	fixture.CreateParent(t, dynamic.NewForConfigOrDie(env.Config), "once-events", "bad.name", map[string]any{"image": "nginx:1.27", "port": int64(8080)})
+	fixture.CreateParent(t, dynamic.NewForConfigOrDie(env(t).Config), "once-events", "bad.name", map[string]any{"image": "nginx:1.27", "port": int64(8080)})
 	if _, code := resyncd(t, append([]string{"once"}, files(t, "once-events")...)...); code != 1 {
 		t.Errorf("once with a stalled parent: exit %d, want 1", code)
 	}
@@ -143,11 +143,11 @@ func TestMissingLeaseNamespace(t *testing.T) {
 // while the other's pass writes its children.
 func TestOnceManyClusters(t *testing.T) {
 	ctx := t.Context()
-	cs := kubernetes.NewForConfigOrDie(env.Config)
+	cs := kubernetes.NewForConfigOrDie(env(t).Config)
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cli-clusters"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	fixture.CreateParent(t, dynamic.NewForConfigOrDie(env.Config), "cli-clusters", "web", map[string]any{"image": "nginx:1.27", "port": int64(8080)})
+	fixture.CreateParent(t, dynamic.NewForConfigOrDie(env(t).Config), "cli-clusters", "web", map[string]any{"image": "nginx:1.27", "port": int64(8080)})
 	flags := files(t, "cli-clusters")
 	down := kubeconfigFor(t, "https://"+freePort(t))[1]
 	body, err := os.ReadFile(flags[3])

@@ -52,7 +52,7 @@ var corpusPlacement = map[string]string{
 // child is created, the parent's status written, and the next pass
 // writes nothing.
 func TestCorpusConverges(t *testing.T) {
-	dyn := dynamic.NewForConfigOrDie(env.Config)
+	dyn := dynamic.NewForConfigOrDie(env(t).Config)
 	ns := "corpus"
 	for _, n := range []string{ns, "corpus-apps"} {
 		if _, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(t.Context(),
@@ -63,7 +63,7 @@ func TestCorpusConverges(t *testing.T) {
 	}
 	dir := t.TempDir()
 	kc := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kc, env.Kubeconfig(), 0o600); err != nil {
+	if err := os.WriteFile(kc, env(t).Kubeconfig(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	paths, err := filepath.Glob("../../testdata/kro/*.yaml")

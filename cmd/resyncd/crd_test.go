@@ -25,7 +25,7 @@ var crdsGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version
 // schema defaults on a parent written without it; the status subresource
 // takes resyncd's conditions, and an immutable field stays as it was.
 func TestCRDAccepted(t *testing.T) {
-	dyn := dynamic.NewForConfigOrDie(env.Config)
+	dyn := dynamic.NewForConfigOrDie(env(t).Config)
 	ns := "crd-accepted"
 	tests := []struct {
 		graph, parent, wantSpec string

@@ -41,8 +41,8 @@ func freePort(t *testing.T) string {
 // says why, and the first pass after each repair converges.
 func TestRunThroughLostPermissionsAndCRD(t *testing.T) {
 	ns := "faults"
-	cs := kubernetes.NewForConfigOrDie(env.Config)
-	dyn := dynamic.NewForConfigOrDie(env.Config)
+	cs := kubernetes.NewForConfigOrDie(env(t).Config)
+	dyn := dynamic.NewForConfigOrDie(env(t).Config)
 	if _, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestRunThroughLostPermissionsAndCRD(t *testing.T) {
 		}
 	}
 	bind()
-	kc, err := env.AddUserKubeconfig(user)
+	kc, err := env(t).AddUserKubeconfig(user)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,11 +132,11 @@ resources:
 	until("converged after the permissions are back", func() bool { return deployment("after-rbac") && func() bool { c, _ := readyz(); return c == 200 }() })
 
 	crds := envtest.CRDInstallOptions{Paths: []string{filepath.Join(repoRoot(t), "deploy", "crds")}}
-	if err := envtest.UninstallCRDs(env.Config, crds); err != nil {
+	if err := envtest.UninstallCRDs(env(t).Config, crds); err != nil {
 		t.Fatal(err)
 	}
 	until("/readyz says the resource is not served", readyWith(503, "not served"))
-	if _, err := envtest.InstallCRDs(env.Config, crds); err != nil {
+	if _, err := envtest.InstallCRDs(env(t).Config, crds); err != nil {
 		t.Fatal(err)
 	}
 	until("parents can be created again", func() bool {

@@ -28,7 +28,7 @@ func graphFiles(t *testing.T, body, cel string) (string, string) {
 		t.Fatal(err)
 	}
 	kc := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kc, env.Kubeconfig(), 0o600); err != nil {
+	if err := os.WriteFile(kc, env(t).Kubeconfig(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return cfg, kc
@@ -48,7 +48,7 @@ func readFile(t *testing.T, path string) string {
 // and an expression whose estimated cost is over the limit, each with the
 // graph file's line and the expression.
 func TestValidateGraphs(t *testing.T) {
-	fixture.InstallWebApps(t, env.Config)
+	fixture.InstallWebApps(t, env(t).Config)
 	webapp := readFile(t, "../../docs/examples/webapp.yaml")
 
 	cfg, _ := graphFiles(t, readFile(t, "../../testdata/graphs/invalid-cycle.yaml"), "")
@@ -201,7 +201,7 @@ func installWebAppsAs(t *testing.T, group string) (string, string) {
 	if err := os.WriteFile(filepath.Join(dir, "crd.yaml"), []byte(crd), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{dir}}); err != nil {
+	if _, err := envtest.InstallCRDs(env(t).Config, envtest.CRDInstallOptions{Paths: []string{dir}}); err != nil {
 		t.Fatal(err)
 	}
 	cfg, kc := graphFiles(t, readFile(t, "../../docs/examples/webapp.yaml"), "")
@@ -217,7 +217,7 @@ func installWebAppsAs(t *testing.T, group string) (string, string) {
 // waits for the schema rather than failing.
 func TestValidateWaitsForSchema(t *testing.T) {
 	cfg, kc := installWebAppsAs(t, "late.resyncd.io")
-	paths, err := discovery.NewDiscoveryClientForConfigOrDie(env.Config).OpenAPIV3().Paths()
+	paths, err := discovery.NewDiscoveryClientForConfigOrDie(env(t).Config).OpenAPIV3().Paths()
 	if _, published := paths["apis/late.resyncd.io/v1alpha1"]; err == nil && published {
 		t.Skip("the schema was published at once: nothing to wait for")
 	}

@@ -52,7 +52,7 @@ func bakeryFiles(t *testing.T, dir, group, spec, replicas string) []string {
 		t.Fatal(err)
 	}
 	kc := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kc, env.Kubeconfig(), 0o600); err != nil {
+	if err := os.WriteFile(kc, env(t).Kubeconfig(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "config.yaml")
@@ -72,7 +72,7 @@ resources:
 // the CRD left as it was and the resource down while the others pass; a
 // compatible change (a new optional field) is applied.
 func TestInstallCRD(t *testing.T) {
-	dyn := dynamic.NewForConfigOrDie(env.Config)
+	dyn := dynamic.NewForConfigOrDie(env(t).Config)
 	crds := dyn.Resource(crdsGVR)
 	const name = "bakeries.bakery.example.com"
 	dir := t.TempDir()

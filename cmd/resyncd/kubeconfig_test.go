@@ -43,7 +43,7 @@ import (
 // Secret is, is used from then on, with the same clients.
 func TestKubeconfigRotation(t *testing.T) {
 	ctx := t.Context()
-	cs := kubernetes.NewForConfigOrDie(env.Config)
+	cs := kubernetes.NewForConfigOrDie(env(t).Config)
 	const ns = "rotate"
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestKubeconfigRotation(t *testing.T) {
 	path := filepath.Join(dir, "kubeconfig")
 	write := func(tok string) {
 		t.Helper()
-		fixture.WriteTokenKubeconfig(t, env.Kubeconfig(), tok, path)
+		fixture.WriteTokenKubeconfig(t, env(t).Kubeconfig(), tok, path)
 	}
 	write(old)
 	cfg := config.Default()
@@ -83,7 +83,7 @@ func TestKubeconfigRotation(t *testing.T) {
 	if err := cs.RbacV1().ClusterRoleBindings().Delete(ctx, "rotate-old", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	oldOnly := kubernetes.NewForConfigOrDie(&rest.Config{Host: env.Config.Host, BearerToken: old, TLSClientConfig: rest.TLSClientConfig{CAData: env.Config.CAData}})
+	oldOnly := kubernetes.NewForConfigOrDie(&rest.Config{Host: env(t).Config.Host, BearerToken: old, TLSClientConfig: rest.TLSClientConfig{CAData: env(t).Config.CAData}})
 	fixture.Eventually(t, "the old token refused", 30*time.Second, func() bool { return apierrors.IsForbidden(get(oldOnly)) })
 	if err := get(cl.kube); !apierrors.IsForbidden(err) {
 		t.Fatalf("with the revoked token: %v, want Forbidden", err)
@@ -96,12 +96,12 @@ func TestKubeconfigRotation(t *testing.T) {
 	// once the server forgets it) when the file gets the new one. The very
 	// next request succeeds, with no failed request first.
 	third := token("third")
-	thirdOnly := kubernetes.NewForConfigOrDie(&rest.Config{Host: env.Config.Host, BearerToken: third, TLSClientConfig: rest.TLSClientConfig{CAData: env.Config.CAData}})
+	thirdOnly := kubernetes.NewForConfigOrDie(&rest.Config{Host: env(t).Config.Host, BearerToken: third, TLSClientConfig: rest.TLSClientConfig{CAData: env(t).Config.CAData}})
 	fixture.Eventually(t, "the third token allowed", 30*time.Second, func() bool { return get(thirdOnly) == nil })
 	if err := cs.CoreV1().ServiceAccounts(ns).Delete(ctx, "next", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	nextOnly := kubernetes.NewForConfigOrDie(&rest.Config{Host: env.Config.Host, BearerToken: next, TLSClientConfig: rest.TLSClientConfig{CAData: env.Config.CAData}})
+	nextOnly := kubernetes.NewForConfigOrDie(&rest.Config{Host: env(t).Config.Host, BearerToken: next, TLSClientConfig: rest.TLSClientConfig{CAData: env(t).Config.CAData}})
 	fixture.Eventually(t, "the second token unknown", 30*time.Second, func() bool { return apierrors.IsUnauthorized(get(nextOnly)) })
 	write(third)
 	if err := get(cl.kube); err != nil {
@@ -319,12 +319,12 @@ type recordingProxy struct {
 
 func newRecordingProxy(t *testing.T) *recordingProxy {
 	t.Helper()
-	target, err := url.Parse(env.Config.Host)
+	target, err := url.Parse(env(t).Config.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(env.Config.CAData)
+	pool.AppendCertsFromPEM(env(t).Config.CAData)
 	rp := &httputil.ReverseProxy{
 		Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(target) },
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}},
@@ -434,7 +434,7 @@ func execKubeconfig(t *testing.T, dir, token string) (kubeconfig, marker string)
 		t.Fatal(err)
 	}
 	kubeconfig = filepath.Join(dir, "exec.kubeconfig")
-	kc, err := clientcmd.Load(env.Kubeconfig())
+	kc, err := clientcmd.Load(env(t).Kubeconfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,7 +487,7 @@ func TestKubeconfigExecRefused(t *testing.T) {
 
 	// Rotated to one while running.
 	path := filepath.Join(dir, "east.kubeconfig")
-	writeKubeconfig(t, path, env.Config.Host, &clientcmdapi.AuthInfo{Token: token})
+	writeKubeconfig(t, path, env(t).Config.Host, &clientcmdapi.AuthInfo{Token: token})
 	d := startDaemon(t, dir, "  - {name: east, kubeconfig: east.kubeconfig}", ns)
 	fixture.Eventually(t, "east synced", time.Minute, func() bool {
 		_, up, _ := d.cluster("east")

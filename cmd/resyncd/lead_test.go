@@ -24,8 +24,8 @@ import (
 // is written, and has released the Lease by then.
 func TestLeaderStopsAfterItsBatch(t *testing.T) {
 	const ns, parents = "lead", 30
-	cs := kubernetes.NewForConfigOrDie(env.Config)
-	dyn := dynamic.NewForConfigOrDie(env.Config)
+	cs := kubernetes.NewForConfigOrDie(env(t).Config)
+	dyn := dynamic.NewForConfigOrDie(env(t).Config)
 	if _, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

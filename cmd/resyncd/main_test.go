@@ -10,9 +10,14 @@ import (
 	"github.com/resyncd/resyncd/internal/testenv"
 )
 
-var env *testenv.Env
+// shared is the package's control plane, started by the first test that
+// needs it.
+var shared testenv.Shared
 
-func TestMain(m *testing.M) { testenv.Main(m, &env) }
+// env is the package's control plane; the test fails if it cannot start.
+func env(t testing.TB) *testenv.Env { t.Helper(); return shared.Env(t) }
+
+func TestMain(m *testing.M) { testenv.Main(m, &shared) }
 
 // resyncd runs the command line with args and returns its output and exit
 // code, as main would pick it.
@@ -39,7 +44,7 @@ func files(t *testing.T, namespace string) []string {
 	t.Helper()
 	dir := t.TempDir()
 	kc := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kc, env.Kubeconfig(), 0o600); err != nil {
+	if err := os.WriteFile(kc, env(t).Kubeconfig(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "config.yaml")

@@ -37,7 +37,7 @@ import (
 // 200.
 func TestSecureMetrics(t *testing.T) {
 	ctx := t.Context()
-	cs := kubernetes.NewForConfigOrDie(env.Config)
+	cs := kubernetes.NewForConfigOrDie(env(t).Config)
 	const ns = "metrics-auth"
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -150,7 +150,7 @@ func guardAnswer(t *testing.T, g http.Handler, auth string) int {
 // anonymous, a lower-case scheme is not refused.
 func TestMetricsGuardHeader(t *testing.T) {
 	ctx := t.Context()
-	cs := kubernetes.NewForConfigOrDie(env.Config)
+	cs := kubernetes.NewForConfigOrDie(env(t).Config)
 	const ns = "metrics-header"
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

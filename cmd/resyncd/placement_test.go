@@ -27,7 +27,7 @@ func placementFiles(t *testing.T, body, extra string) (string, string) {
 		t.Fatal(err)
 	}
 	kc := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kc, env.Kubeconfig(), 0o600); err != nil {
+	if err := os.WriteFile(kc, env(t).Kubeconfig(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return cfg, kc
@@ -41,7 +41,7 @@ func placementFiles(t *testing.T, body, extra string) (string, string) {
 // against the API server (whose discovery gives the scope), and the
 // daemon does not start with it.
 func TestValidatePlacements(t *testing.T) {
-	fixture.InstallWebApps(t, env.Config)
+	fixture.InstallWebApps(t, env(t).Config)
 	outside := readFile(t, "../../testdata/graphs/outside.yaml")
 
 	cfg, kc := placementFiles(t, outside, `, childNamespaces: ["team-*"], clusterScopedChildren: true`)
@@ -163,7 +163,7 @@ spec:
 // TestValidatePlacementsEvery: validate lists the placement errors of
 // every graph, not only the first's, offline and against the API server.
 func TestValidatePlacementsEvery(t *testing.T) {
-	fixture.InstallWebApps(t, env.Config)
+	fixture.InstallWebApps(t, env(t).Config)
 	literal := strings.Replace(readFile(t, "../../testdata/graphs/outside.yaml"), "namespace: ${schema.spec.tags[0]}", "namespace: platform", 1)
 	cfg, kc := placementFiles(t, literal, `, namespaces: [team-a]}
   - {group: example.resyncd.io, version: v1alpha1, resource: webapps, graph: outside.yaml, namespaces: [team-b], clusterScopedChildren: true`)
@@ -187,8 +187,8 @@ func TestValidatePlacementsEvery(t *testing.T) {
 // cluster-scoped (offline, a custom kind is taken as namespaced), and
 // refused without clusterScopedChildren.
 func TestValidatePlacementsDiscovery(t *testing.T) {
-	fixture.InstallWebApps(t, env.Config)
-	dyn := dynamic.NewForConfigOrDie(env.Config)
+	fixture.InstallWebApps(t, env(t).Config)
+	dyn := dynamic.NewForConfigOrDie(env(t).Config)
 	establish(t, dyn, decode(t, `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: tenants.placement.resyncd.io}
@@ -202,7 +202,7 @@ spec:
       storage: true
       schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
 `))
-	disc := discovery.NewDiscoveryClientForConfigOrDie(env.Config)
+	disc := discovery.NewDiscoveryClientForConfigOrDie(env(t).Config)
 	fixture.Eventually(t, "the OpenAPI schema of Tenant published", 30*time.Second, func() bool {
 		paths, err := disc.OpenAPIV3().Paths()
 		_, ok := paths["apis/placement.resyncd.io/v1"]

@@ -135,11 +135,11 @@ func (d *daemonRun) metric(line string) bool {
 // in it.
 func createNamespaceWithParent(t *testing.T, ns string) kubernetes.Interface {
 	t.Helper()
-	cs := kubernetes.NewForConfigOrDie(env.Config)
+	cs := kubernetes.NewForConfigOrDie(env(t).Config)
 	if _, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	fixture.CreateParent(t, dynamic.NewForConfigOrDie(env.Config), ns, "web", map[string]any{"image": "nginx:1.27", "port": int64(8080)})
+	fixture.CreateParent(t, dynamic.NewForConfigOrDie(env(t).Config), ns, "web", map[string]any{"image": "nginx:1.27", "port": int64(8080)})
 	return cs
 }
 
@@ -159,7 +159,7 @@ func TestClusterKubeconfigProblems(t *testing.T) {
 	cs := createNamespaceWithParent(t, ns)
 	dir := t.TempDir()
 	east := filepath.Join(dir, "east.kubeconfig")
-	if err := os.WriteFile(east, env.Kubeconfig(), 0o600); err != nil {
+	if err := os.WriteFile(east, env(t).Kubeconfig(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	d := startDaemon(t, dir, "  - {name: east, kubeconfig: east.kubeconfig}\n  - {name: west, kubeconfig: west.kubeconfig}", ns)
@@ -191,7 +191,7 @@ func TestClusterKubeconfigProblems(t *testing.T) {
 		t.Error("no log line says that east's file does not load")
 	}
 
-	if err := os.WriteFile(broken, env.Kubeconfig(), 0o600); err != nil {
+	if err := os.WriteFile(broken, env(t).Kubeconfig(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(broken, east); err != nil {
@@ -208,7 +208,7 @@ func TestClusterKubeconfigProblems(t *testing.T) {
 // would write every child twice: the second is refused, naming both, and
 // writes nothing; the first is synced.
 func TestSameAPIServerRefused(t *testing.T) {
-	kc, err := clientcmd.Load(env.Kubeconfig())
+	kc, err := clientcmd.Load(env(t).Kubeconfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestSameAPIServerRefused(t *testing.T) {
 		file     []byte
 		want     string
 	}{
-		{"the same address", "same-address", env.Kubeconfig(), "cluster mirror reaches the API server of cluster home (same address https://127.0.0.1:"},
+		{"the same address", "same-address", env(t).Kubeconfig(), "cluster mirror reaches the API server of cluster home (same address https://127.0.0.1:"},
 		{"another address", "same-uid", other, "cluster mirror reaches the API server of cluster home (same kube-system namespace, UID "},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,39 +4,85 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"testing"
 )
 
-// Main starts a control plane for one test package, runs its tests, stops
-// the control plane and exits; call it from TestMain:
+// Shared is the control plane of one test package, started by the first
+// test that asks for it, so that the package's tests that need none (plans,
+// folds, schedules on values) run where the binaries are not built. Main
+// stops it; the zero value starts with Options{}.
 //
-//	var env *testenv.Env
-//	func TestMain(m *testing.M) { testenv.Main(m, &env) }
+//	var shared testenv.Shared
+//	func env(t testing.TB) *testenv.Env { t.Helper(); return shared.Env(t) }
+//	func TestMain(m *testing.M) { testenv.Main(m, &shared) }
+type Shared struct {
+	opts Options
+	// mu is held while the control plane starts, so that a signal that
+	// comes then stops it once it is up rather than leaving it running.
+	mu      sync.Mutex
+	started bool // a start was tried; err says how it went
+	env     *Env
+	err     error
+}
+
+// Env returns the control plane, starting it on the first call. A test
+// that asks where it cannot start (no binaries: `make bins` builds them)
+// fails with the reason, and so does every later one, without trying again.
+func (s *Shared) Env(t testing.TB) *Env {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started {
+		s.started = true
+		s.env, s.err = Start(s.opts)
+	}
+	if s.err != nil {
+		t.Fatalf("testenv: this test needs a control plane: %v", s.err)
+	}
+	return s.env
+}
+
+// stop stops the control plane if a test started it, and runs
+// Options.AfterStop either way, for what the caller made beforehand.
+func (s *Shared) stop() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.env != nil {
+		err := s.env.Stop()
+		s.env = nil
+		return err
+	}
+	if s.opts.AfterStop != nil {
+		s.opts.AfterStop()
+		s.opts.AfterStop = nil
+	}
+	return nil
+}
+
+// Main runs a test package's tests with s as its control plane, started
+// by the first test that needs it, then stops it and exits; call it from
+// TestMain.
 //
 // envtest starts etcd and kube-apiserver in their own process group, so a
 // Ctrl-C on the terminal does not reach them: Main catches SIGINT and SIGTERM
 // and stops them before exiting.
-func Main(m *testing.M, env **Env) {
-	MainWith(m, env, Options{})
+func Main(m *testing.M, s *Shared) {
+	MainWith(m, s, Options{})
 }
 
 // MainWith is Main with a control plane started with opts, for example a
 // whole Cluster.
-func MainWith(m *testing.M, env **Env, opts Options) {
-	e, err := Start(opts)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
-		os.Exit(1)
-	}
-	*env = e
+func MainWith(m *testing.M, s *Shared, opts Options) {
+	s.opts = opts
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
-		s := <-sig
-		fmt.Fprintf(os.Stderr, "testenv: %v: stopping the control plane\n", s)
-		if err := e.Stop(); err != nil {
+		got := <-sig
+		fmt.Fprintf(os.Stderr, "testenv: %v: stopping the control plane\n", got)
+		if err := s.stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "testenv: stop: %v\n", err)
 		}
 		os.Exit(130)
@@ -44,7 +90,7 @@ func MainWith(m *testing.M, env **Env, opts Options) {
 
 	code := m.Run()
 	signal.Stop(sig)
-	if err := e.Stop(); err != nil {
+	if err := s.stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: stop: %v\n", err)
 		if code == 0 {
 			code = 1
