@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -127,8 +129,9 @@ func (w *memWriter) fail(verb, object string, errs ...error) {
 }
 
 // call records a call, runs before, and returns the error injected for
-// it, wrapped as the applier wraps the server's.
-func (w *memWriter) call(verb string, gvr schema.GroupVersionResource, kind, ns, name string) error {
+// it, wrapped as the applier wraps the server's, or the context's error
+// if ctx ended, as a client's request would.
+func (w *memWriter) call(ctx context.Context, verb string, gvr schema.GroupVersionResource, kind, ns, name string) error {
 	c := memCall{verb: verb, object: kind + "/" + ns + "/" + name}
 	if ns == "" {
 		c.object = kind + "/" + name
@@ -141,6 +144,9 @@ func (w *memWriter) call(verb string, gvr schema.GroupVersionResource, kind, ns,
 	if errs := w.faults[c.target()]; len(errs) > 0 {
 		c.err, w.faults[c.target()] = errs[0], errs[1:]
 	}
+	if c.err == nil {
+		c.err = ctx.Err()
+	}
 	w.calls = append(w.calls, c)
 	return (&applier{}).fail(strings.TrimPrefix(verb, "create-only "), gvr, kind, ns, name, c.err)
 }
@@ -151,7 +157,7 @@ func (w *memWriter) settled(verb string, gvr schema.GroupVersionResource, kind, 
 	return (&applier{}).fail(verb, gvr, kind, ns, name, err)
 }
 
-func (w *memWriter) apply(_ context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, opts applyOptions) (*unstructured.Unstructured, error) {
+func (w *memWriter) apply(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, opts applyOptions) (*unstructured.Unstructured, error) {
 	verb := "apply"
 	switch {
 	case opts.dryRun:
@@ -162,7 +168,7 @@ func (w *memWriter) apply(_ context.Context, gvr schema.GroupVersionResource, ob
 		verb = "create-only apply"
 	}
 	kind, ns, name := obj.GetKind(), obj.GetNamespace(), obj.GetName()
-	if err := w.call(verb, gvr, kind, ns, name); err != nil {
+	if err := w.call(ctx, verb, gvr, kind, ns, name); err != nil {
 		return nil, err
 	}
 	w.mu.Lock()
@@ -212,8 +218,8 @@ func (w *memWriter) apply(_ context.Context, gvr schema.GroupVersionResource, ob
 // manage sets next's managedFields entry of the field manager and
 // subresource to the fields of applied, as the server does.
 func (w *memWriter) manage(next, applied *unstructured.Unstructured, subresource string) error {
-	c := w.converter
-	if !clientgoscheme.Scheme.Recognizes(applied.GroupVersionKind()) {
+	c, deduced := w.converter, !clientgoscheme.Scheme.Recognizes(applied.GroupVersionKind())
+	if deduced {
 		c = w.deduced
 	}
 	tv, err := c.ObjectToTyped(applied.DeepCopy(), typed.AllowDuplicates)
@@ -223,6 +229,12 @@ func (w *memWriter) manage(next, applied *unstructured.Unstructured, subresource
 	set, err := tv.ToFieldSet()
 	if err != nil {
 		return err
+	}
+	if deduced {
+		// A custom resource's maps are not members of themselves in the
+		// server's entry; its lists are atomic here, where the CRD's schema
+		// may key them (conditions by type).
+		set = set.Leaves()
 	}
 	js, err := set.Difference(stripped).ToJSON()
 	if err != nil {
@@ -237,8 +249,8 @@ func (w *memWriter) manage(next, applied *unstructured.Unstructured, subresource
 	return nil
 }
 
-func (w *memWriter) delete(_ context.Context, gvr schema.GroupVersionResource, kind, ns, name string, uid types.UID) error {
-	if err := w.call("delete", gvr, kind, ns, name); err != nil {
+func (w *memWriter) delete(ctx context.Context, gvr schema.GroupVersionResource, kind, ns, name string, uid types.UID) error {
+	if err := w.call(ctx, "delete", gvr, kind, ns, name); err != nil {
 		return err
 	}
 	w.mu.Lock()
@@ -255,8 +267,8 @@ func (w *memWriter) delete(_ context.Context, gvr schema.GroupVersionResource, k
 	return nil
 }
 
-func (w *memWriter) get(_ context.Context, gvr schema.GroupVersionResource, kind, ns, name string) (*unstructured.Unstructured, error) {
-	if err := w.call("get", gvr, kind, ns, name); err != nil {
+func (w *memWriter) get(ctx context.Context, gvr schema.GroupVersionResource, kind, ns, name string) (*unstructured.Unstructured, error) {
+	if err := w.call(ctx, "get", gvr, kind, ns, name); err != nil {
 		return nil, err
 	}
 	w.mu.Lock()
@@ -270,8 +282,8 @@ func (w *memWriter) get(_ context.Context, gvr schema.GroupVersionResource, kind
 
 // patch is not served: a release's JSON patch is the API server's to
 // apply, and the real-server tests cover it.
-func (w *memWriter) patch(_ context.Context, gvr schema.GroupVersionResource, kind, ns, name string, _ []jsonPatchOp) error {
-	if err := w.call("release", gvr, kind, ns, name); err != nil {
+func (w *memWriter) patch(ctx context.Context, gvr schema.GroupVersionResource, kind, ns, name string, _ []jsonPatchOp) error {
+	if err := w.call(ctx, "release", gvr, kind, ns, name); err != nil {
 		return err
 	}
 	return w.settled("release", gvr, kind, ns, name, apierrors.NewMethodNotSupported(gvr.GroupResource(), "patch"))
@@ -557,4 +569,95 @@ func parentsWritten(calls []string) []string {
 		}
 	}
 	return out
+}
+
+// TestMemWriterMatchesServer: for the children and the status of an
+// HttpService, memWriter's managedFields entry of resyncd's is the one
+// the API server writes, so that what the engine reads of its own fields
+// (owner.owned) comes out the same from either.
+func TestMemWriterMatchesServer(t *testing.T) {
+	h := newHarness(t, testConfig("memfields"))
+	h.namespace("memfields")
+	spec := map[string]any{"image": "nginx", "port": int64(8080), "replicas": int64(2),
+		"env":         []any{map[string]any{"name": "A", "value": "1"}},
+		"resources":   map[string]any{"requests": map[string]any{"cpu": "100m"}},
+		"autoscaling": map[string]any{"minReplicas": int64(2), "maxReplicas": int64(4)}}
+	parent := h.createParent("memfields", "web", spec)
+	w := newMemWriter("resyncd")
+	w.put(httpServices, parent) // the uid differs; ownerReferences carry the server's
+	rs := h.engine.resources[0]
+	g, err := h.engine.render(rs, parent, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvrOf := map[string]schema.GroupVersionResource{"Deployment": deployments, "Service": services, "HorizontalPodAutoscaler": hpas}
+	status := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "resyncd.io/v1alpha1", "kind": "HttpService",
+		"metadata": map[string]any{"name": "web", "namespace": "memfields"},
+		"status": map[string]any{"observedGeneration": int64(1), "url": "http://web.memfields.svc:80", "replicas": int64(0),
+			"conditions": []any{map[string]any{"type": "Ready", "status": "False", "reason": "DeploymentMissing", "message": "not yet",
+				"lastTransitionTime": "2026-12-01T10:00:00Z", "observedGeneration": int64(1)}}}}}
+	writes := []struct {
+		gvr  schema.GroupVersionResource
+		obj  *unstructured.Unstructured
+		opts applyOptions
+	}{{httpServices, status, applyOptions{subresource: "status"}}}
+	for _, d := range g.Children {
+		writes = append(writes, struct {
+			gvr  schema.GroupVersionResource
+			obj  *unstructured.Unstructured
+			opts applyOptions
+		}{gvrOf[d.GetKind()], d, applyOptions{createOnly: true}})
+	}
+	for _, wr := range writes {
+		real, err := h.engine.writer.apply(t.Context(), wr.gvr, wr.obj.DeepCopy(), wr.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem, err := w.apply(t.Context(), wr.gvr, wr.obj.DeepCopy(), wr.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := objectID(wr.obj) + " " + wr.opts.subresource
+		if wr.opts.subresource != "" {
+			// The status fields the engine reads (ownedStatusFields): the
+			// CRD's schema keys the conditions, memWriter's does not.
+			got, want := ownedStatusFields(mem, "resyncd"), ownedStatusFields(real, "resyncd")
+			if diff := cmp.Diff(want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" || len(want) != 4 {
+				t.Errorf("%s: status fields owned (-server +memWriter):\n%s", id, diff)
+			}
+			continue
+		}
+		rs, ms := fieldsOf(t, real, wr.opts.subresource), fieldsOf(t, mem, wr.opts.subresource)
+		if !rs.Equals(ms) {
+			t.Errorf("%s: managedFields differ:\nserver:    %s\nmemWriter: %s", id, rs, ms)
+		}
+		rf, err := h.engine.owner.fingerprints(real, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mf, err := h.engine.owner.fingerprints(mem, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rf.owned || rf.fingerprint != mf.fingerprint {
+			t.Errorf("%s: resyncd's fields read back differ between the server and memWriter", id)
+		}
+	}
+}
+
+// fieldsOf is the set of fields of u's managedFields entry of resyncd's
+// apply to subresource.
+func fieldsOf(t *testing.T, u *unstructured.Unstructured, subresource string) *fieldpath.Set {
+	t.Helper()
+	for _, mf := range u.GetManagedFields() {
+		if mf.Manager == "resyncd" && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == subresource {
+			set := &fieldpath.Set{}
+			if err := set.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
+				t.Fatal(err)
+			}
+			return set
+		}
+	}
+	t.Fatalf("%s: no managedFields entry of resyncd's for %q", objectID(u), subresource)
+	return nil
 }
