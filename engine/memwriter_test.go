@@ -128,9 +128,10 @@ func (w *memWriter) fail(verb, object string, errs ...error) {
 	w.faults[k] = append(w.faults[k], errs...)
 }
 
-// call records a call, runs before, and returns the error injected for
+// call runs before, records a call, and returns the error injected for
 // it, wrapped as the applier wraps the server's, or the context's error
-// if ctx ended, as a client's request would.
+// if ctx ended, as a client's request would. It returns with w.mu held,
+// so that the call recorded last is this one until the caller is done.
 func (w *memWriter) call(ctx context.Context, verb string, gvr schema.GroupVersionResource, kind, ns, name string) error {
 	c := memCall{verb: verb, object: kind + "/" + ns + "/" + name}
 	if ns == "" {
@@ -140,7 +141,6 @@ func (w *memWriter) call(ctx context.Context, verb string, gvr schema.GroupVersi
 		w.before(c)
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if errs := w.faults[c.target()]; len(errs) > 0 {
 		c.err, w.faults[c.target()] = errs[0], errs[1:]
 	}
@@ -151,7 +151,8 @@ func (w *memWriter) call(ctx context.Context, verb string, gvr schema.GroupVersi
 	return (&applier{}).fail(strings.TrimPrefix(verb, "create-only "), gvr, kind, ns, name, c.err)
 }
 
-// settled records the error of the last call, for one the store refused.
+// settled records err, the store's refusal, as the error of the call
+// being served (w.mu held since call), and returns it wrapped.
 func (w *memWriter) settled(verb string, gvr schema.GroupVersionResource, kind, ns, name string, err error) error {
 	w.calls[len(w.calls)-1].err = err
 	return (&applier{}).fail(verb, gvr, kind, ns, name, err)
@@ -168,11 +169,11 @@ func (w *memWriter) apply(ctx context.Context, gvr schema.GroupVersionResource, 
 		verb = "create-only apply"
 	}
 	kind, ns, name := obj.GetKind(), obj.GetNamespace(), obj.GetName()
-	if err := w.call(ctx, verb, gvr, kind, ns, name); err != nil {
+	err := w.call(ctx, verb, gvr, kind, ns, name)
+	defer w.mu.Unlock()
+	if err != nil {
 		return nil, err
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	verb = strings.TrimPrefix(verb, "create-only ")
 	k := memKey{gvr, ns, name}
 	old := w.objects[k]
@@ -250,11 +251,11 @@ func (w *memWriter) manage(next, applied *unstructured.Unstructured, subresource
 }
 
 func (w *memWriter) delete(ctx context.Context, gvr schema.GroupVersionResource, kind, ns, name string, uid types.UID) error {
-	if err := w.call(ctx, "delete", gvr, kind, ns, name); err != nil {
+	err := w.call(ctx, "delete", gvr, kind, ns, name)
+	defer w.mu.Unlock()
+	if err != nil {
 		return err
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	k := memKey{gvr, ns, name}
 	switch old := w.objects[k]; {
 	case old == nil:
@@ -268,11 +269,11 @@ func (w *memWriter) delete(ctx context.Context, gvr schema.GroupVersionResource,
 }
 
 func (w *memWriter) get(ctx context.Context, gvr schema.GroupVersionResource, kind, ns, name string) (*unstructured.Unstructured, error) {
-	if err := w.call(ctx, "get", gvr, kind, ns, name); err != nil {
+	err := w.call(ctx, "get", gvr, kind, ns, name)
+	defer w.mu.Unlock()
+	if err != nil {
 		return nil, err
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	u := w.objects[memKey{gvr, ns, name}]
 	if u == nil {
 		return nil, w.settled("get", gvr, kind, ns, name, apierrors.NewNotFound(gvr.GroupResource(), name))
@@ -283,7 +284,9 @@ func (w *memWriter) get(ctx context.Context, gvr schema.GroupVersionResource, ki
 // patch is not served: a release's JSON patch is the API server's to
 // apply, and the real-server tests cover it.
 func (w *memWriter) patch(ctx context.Context, gvr schema.GroupVersionResource, kind, ns, name string, _ []jsonPatchOp) error {
-	if err := w.call(ctx, "release", gvr, kind, ns, name); err != nil {
+	err := w.call(ctx, "release", gvr, kind, ns, name)
+	defer w.mu.Unlock()
+	if err != nil {
 		return err
 	}
 	return w.settled("release", gvr, kind, ns, name, apierrors.NewMethodNotSupported(gvr.GroupResource(), "patch"))
