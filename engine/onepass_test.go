@@ -2,6 +2,7 @@ package engine
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,8 +46,12 @@ func TestChainConvergesInOnePass(t *testing.T) {
 		}
 		h.log.reset()
 		rep = h.sync()
-		if rep.Created != 1 || rep.Updated != 1 || rep.Failed != 0 {
-			t.Errorf("%s deleted: created %d, updated %d, failed %d; want 1 and 1 (the address ConfigMap): %+v", gone.what, rep.Created, rep.Updated, rep.Failed, rep)
+		if rep.Created != 1 || rep.Updated != 1 || rep.NoOps != 0 || rep.Failed != 0 {
+			t.Errorf("%s deleted: created %d, updated %d, no-ops %d, failed %d; want 1, 1 (the address ConfigMap) and no other apply: %+v",
+				gone.what, rep.Created, rep.Updated, rep.NoOps, rep.Failed, rep)
+		}
+		if w := slices.DeleteFunc(writes(h.log.reset()), func(w string) bool { return strings.Contains(w, "/webapps/") }); len(w) != 2 {
+			t.Errorf("%s deleted: child writes %v, want the create and the address's update", gone.what, w)
 		}
 		after := assertChain(t, h, ns, "shop")
 		if after.GetResourceVersion() == before.GetResourceVersion() {

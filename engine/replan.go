@@ -42,7 +42,13 @@ func (e *Engine) replan(r *run, j *job, at int, written map[childKey]bool, taken
 		blocked = map[childKey]blockage{}
 	}
 	maps.Copy(blocked, taken)
-	cp := &childPlanner{e: e, rs: rs, j: j, live: j.liveOf, claimed: map[childKey]bool{}, blocked: blocked,
+	// The live children as the job knows them now, before the decisions
+	// taken back drop them from j.children.
+	lives := map[childKey]*liveChild{}
+	for _, c := range slices.Concat(j.waitingLive, j.children) {
+		lives[c.key] = c
+	}
+	cp := &childPlanner{e: e, rs: rs, j: j, live: func(k childKey) *liveChild { return lives[k] }, claimed: map[childKey]bool{}, blocked: blocked,
 		now: e.now(), rep: &rep, inJob: true}
 	keys, fed := cp.index(g)
 	for i, d := range g.Children {
