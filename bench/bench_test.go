@@ -86,7 +86,7 @@ func TestBenchRuns(t *testing.T) {
 	results, doc := filepath.Join(dir, "results.json"), filepath.Join(dir, "benchmarks.md")
 	cmd := exec.Command(filepath.Join(dir, "bench"), "-sizes", "10", "-reps", "1", "-resyncd", filepath.Join(dir, "resyncd"),
 		"-work", filepath.Join(dir, "work"), "-out", results, "-doc", doc,
-		"-tradeoff-n", "10", "-window", "8s", "-intervals", "2s,1h", "-latency-span", "4s", "-latency-changes", "4")
+		"-tradeoff-n", "10", "-window", "8s", "-intervals", "2s,1h", "-latency-span", "4s", "-latency-changes", "4", "-depth-n", "10")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("bench: %v\n%s", err, out)
 	}
@@ -129,12 +129,13 @@ func TestBenchRuns(t *testing.T) {
 		}
 	}
 	checkTradeOff(t, res.TradeOff)
+	checkGraphDepth(t, res.GraphDepth)
 	md, err := os.ReadFile(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(md), "### N = 10") || !strings.Contains(string(md), "| resyncd |") || !strings.Contains(string(md), "| steady pass, requests | 4 | 8 | 2.00× |") ||
-		!strings.Contains(string(md), "### The trade-off against watching, at N = 10") {
+		!strings.Contains(string(md), "### The trade-off against watching, at N = 10") || !strings.Contains(string(md), "### Graph depth, at N = 10") {
 		t.Errorf("report has no table for N = 10:\n%s", md)
 	}
 	// -from writes the same report from the samples alone.
@@ -187,6 +188,21 @@ func checkTradeOff(t *testing.T, to *TradeOff) {
 			if s <= 0 {
 				t.Errorf("drift latency under %s: a change repaired %v s after it was made", l.Contender, s)
 			}
+		}
+	}
+}
+
+// checkGraphDepth: each graph converged from nothing in one pass that
+// wrote its four children and the status of every parent, and a second
+// that wrote nothing.
+func checkGraphDepth(t *testing.T, gd *GraphDepth) {
+	t.Helper()
+	if gd == nil || len(gd.Runs) != 2 {
+		t.Fatalf("graph depth: %+v, want a run of each graph", gd)
+	}
+	for _, r := range gd.Runs {
+		if r.Error != "" || len(r.Passes) != 2 || r.Passes[0].Writes != 50 || r.Passes[1].Writes != 0 {
+			t.Errorf("graph depth %d: %+v; want a pass of 50 writes, then one of none", r.Depth, r)
 		}
 	}
 }
@@ -290,5 +306,78 @@ func TestColdNotConverged(t *testing.T) {
 	got := summarize(res).tables()
 	if want := "| controller-runtime | —; 1 run(s) failed or did not converge in 15m0s | — |"; !strings.Contains(got, want) {
 		t.Errorf("no line %q in:\n%s", want, got)
+	}
+}
+
+// TestGraphDepthReport: the graph-depth table gives each graph's passes
+// and seconds of the passes that wrote, medians over the runs that
+// converged, per parent and against depth 1; a run that did not converge
+// is said so, and kept out of the figures.
+func TestGraphDepthReport(t *testing.T) {
+	run := func(graph string, depth, rep int, writing ...float64) *DepthRun {
+		r := &DepthRun{Graph: graph, Depth: depth, Rep: rep}
+		for _, s := range writing {
+			r.Passes = append(r.Passes, DepthPass{Writes: 5000, Seconds: s, PassSeconds: s - 1})
+		}
+		r.Passes = append(r.Passes, DepthPass{Writes: 0, Seconds: 1, PassSeconds: 0.5})
+		return r
+	}
+	res := &Results{Sizes: []int{1000}, GraphDepth: &GraphDepth{N: 1000, Runs: []*DepthRun{
+		run("flat", 1, 1, 10), run("chain", 4, 1, 12), run("chain", 4, 2, 14), run("flat", 1, 2, 10),
+	}}}
+	got := summarize(res).graphDepth()
+	for _, want := range []string{
+		"### Graph depth, at N = 1000",
+		"| `flat.yaml` | 1 | 1 | 10.0 | 9.0 | 10.00 | 1.00× |",
+		"| `chain.yaml` | 4 | 1 | 13.0 (12.0–14.0) | 12.0 (11.0–13.0) | 13.00 | 1.30× |",
+		"At depth 4 the graph converges in as many passes as at depth 1 (1)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no line %q in:\n%s", want, got)
+		}
+	}
+
+	// Four passes that wrote, and a run that never stopped writing.
+	stuck := &DepthRun{Graph: "chain", Depth: 4, Rep: 3, Error: "still writing after 8 passes"}
+	res.GraphDepth.Runs = []*DepthRun{run("flat", 1, 1, 10), run("chain", 4, 1, 3, 3, 3, 3)}
+	if got := summarize(res).graphDepth(); !strings.Contains(got, "| `chain.yaml` | 4 | 4 | 12.0 | 8.0 | 12.00 | 1.20× |") ||
+		!strings.Contains(got, "At depth 4 the graph takes 4 passes where at depth 1 it takes 1") {
+		t.Errorf("four passes:\n%s", got)
+	}
+	res.GraphDepth.Runs = append(res.GraphDepth.Runs, stuck)
+	if got := summarize(res).graphDepth(); !strings.Contains(got, "| `chain.yaml` | 4 | 4; 1 run(s) did not converge: still writing after 8 passes |") ||
+		!strings.Contains(got, "At depth 4 the graph did not converge in 1 of its runs") {
+		t.Errorf("a run that did not converge:\n%s", got)
+	}
+	if got := summarize(&Results{Sizes: []int{1000}}).graphDepth(); got != "" {
+		t.Errorf("a graph-depth section without the measurement: %q", got)
+	}
+}
+
+// TestParseOnceSummary reads the writes and the duration from what
+// `resyncd once` prints, with one cluster and with two.
+func TestParseOnceSummary(t *testing.T) {
+	for _, c := range []struct {
+		name, out string
+		writes    int
+		seconds   float64
+	}{
+		{"one cluster", `RESOURCE                             PARENTS  IN SYNC  DRIFTED  MISSING  ORPHANED  TAKEN  CREATED  UPDATED  DELETED  RELEASED  STATUSES  DEFERRED  WITHHELD  FAILED  STALLED  DURATION
+webapps.v1alpha1.example.resyncd.io  200      0        0        800      0         1      800      2        3        4         200       0         7         0       0        3.273s
+`, 1010, 3.273},
+		{"two clusters", `CLUSTER  RESOURCE                             PARENTS  IN SYNC  DRIFTED  MISSING  ORPHANED  TAKEN  CREATED  UPDATED  DELETED  RELEASED  STATUSES  DEFERRED  WITHHELD  FAILED  STALLED  DURATION
+a        webapps.v1alpha1.example.resyncd.io  5        5        0        0        0         0      0        0        0        0         0         0         0         0       0        120ms
+b        webapps.v1alpha1.example.resyncd.io  5        4        0        1        0         0      1        0        0        0         1         0         0         0       0        1.5s
+`, 2, 1.5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w, s, err := parseOnceSummary(c.out)
+			if err != nil || w != c.writes || s != c.seconds {
+				t.Errorf("%d writes, %v s, %v; want %d, %v", w, s, err, c.writes, c.seconds)
+			}
+		})
+	}
+	if _, _, err := parseOnceSummary("resyncd: no such file\n"); err == nil {
+		t.Error("no summary read as one")
 	}
 }

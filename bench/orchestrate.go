@@ -149,6 +149,8 @@ type Results struct {
 	Samples  []*Sample `json:"samples"`
 	// TradeOff is what polling costs and saves against watching, at one N.
 	TradeOff *TradeOff `json:"tradeOff,omitempty"`
+	// GraphDepth is what depth costs a graph's convergence, at one N.
+	GraphDepth *GraphDepth `json:"graphDepth,omitempty"`
 }
 
 type bench struct {
@@ -168,6 +170,8 @@ type bench struct {
 	// measured; 0: nowhere.
 	tradeOffN    int
 	tradeOffOpts tradeOffOptions
+	// depthN is the N at which graph depth is measured; 0: nowhere.
+	depthN int
 }
 
 func orchestrate(args []string) error {
@@ -182,6 +186,7 @@ func orchestrate(args []string) error {
 	coldMax := fs.Int("cold-reps-up-to", 2000, "repeat cold convergence -reps times up to this N; above it, run it once")
 	only := fs.String("only", "", "run only these contenders, comma-separated (development)")
 	profile := fs.String("profile", "", "write pprof CPU and heap profiles of every resyncd run into this directory")
+	depthN := fs.Int("depth-n", 0, "measure the passes and seconds to converge this many WebApps under a graph four deep and one deep (0: not at all; with -only, only if it lists "+depthName+")")
 	from := fs.String("from", "", "write the report of this results file (-out of an earlier run) to -doc, and run nothing")
 	var to tradeOffOptions
 	fs.IntVar(&to.n, "tradeoff-n", 0, "measure the trade-off against watching at this N, one of -sizes (0: not at all)")
@@ -210,6 +215,9 @@ func orchestrate(args []string) error {
 	if to.n != 0 && !slices.Contains(ns, to.n) {
 		return fmt.Errorf("-tradeoff-n %d: not one of -sizes %s", to.n, *sizes)
 	}
+	if *depthN < 0 {
+		return fmt.Errorf("-depth-n %d: must not be negative", *depthN)
+	}
 	if *reps < 1 {
 		return fmt.Errorf("-reps %d: must be at least 1", *reps)
 	}
@@ -221,7 +229,7 @@ func orchestrate(args []string) error {
 		return err
 	}
 	b.coldMax, b.profile = *coldMax, *profile
-	b.tradeOffN, b.tradeOffOpts = to.n, to
+	b.tradeOffN, b.tradeOffOpts, b.depthN = to.n, to, *depthN
 	if *only != "" {
 		b.only = map[string]bool{}
 		for _, c := range strings.Split(*only, ",") {
@@ -257,7 +265,7 @@ func orchestrate(args []string) error {
 		return runErr
 	}
 	report := summarize(res)
-	fmt.Print(report.tables() + report.scale() + report.tradeOff())
+	fmt.Print(report.tables() + report.scale() + report.tradeOff() + report.graphDepth())
 	if *doc != "" {
 		if err := os.WriteFile(*doc, []byte(report.markdown(*out)), 0o644); err != nil {
 			return err
@@ -272,8 +280,14 @@ func orchestrate(args []string) error {
 // drift. Repeated cold runs go round by round, each round starting one
 // contender later: the server slows as a bench goes on (its etcd's history
 // grows), and a contender measured after the others would seem slower than
-// it is. At -tradeoff-n, the trade-off against watching follows.
+// it is. At -tradeoff-n, the trade-off against watching follows. Graph
+// depth, at -depth-n, goes first, on WebApps of its own, removed after.
 func (b *bench) runAll(ctx context.Context, res *Results, sizes []int, reps int, drift float64) error {
+	if b.depthN > 0 && (b.only == nil || b.only[depthName]) {
+		if err := b.measureDepth(ctx, res, b.depthN, reps); err != nil {
+			return err
+		}
+	}
 	var cs []contender
 	for _, c := range contenders() {
 		if b.only == nil || b.only[c.Name] {
@@ -341,7 +355,7 @@ func reportFrom(path, doc string) error {
 	}
 	report := summarize(&res)
 	if doc == "" {
-		fmt.Print(report.tables() + report.scale() + report.tradeOff())
+		fmt.Print(report.tables() + report.scale() + report.tradeOff() + report.graphDepth())
 		return nil
 	}
 	return os.WriteFile(doc, []byte(report.markdown(path)), 0o644)

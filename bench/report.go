@@ -202,6 +202,9 @@ func summarize(res *Results) *summary {
 				ss = append(ss, s)
 			}
 		}
+		if len(ss) == 0 {
+			continue // no contender ran (-only of graph depth alone)
+		}
 		z := sizeSummary{N: n, Cold: map[string]stat{}, ColdFailed: map[string]int{}, Steady: map[string]steadyFig{}, ColdRSS: map[string]stat{}, SyncRSS: map[string]stat{}, SyncHeap: map[string]stat{}, Drift: map[string]driftFig{}}
 		for _, c := range names {
 			z.Cold[c] = pick(ss, c, "cold", func(s *Sample) float64 { return s.Seconds })
@@ -455,5 +458,6 @@ func (sum *summary) markdown(jsonPath string) string {
 	p("\n%s", sum.tables())
 	p("%s", sum.scale())
 	p("%s", sum.tradeOff())
+	p("%s", sum.graphDepth())
 	return b.String()
 }
