@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -379,5 +381,41 @@ b        webapps.v1alpha1.example.resyncd.io  5        4        0        1      
 	}
 	if _, _, err := parseOnceSummary("resyncd: no such file\n"); err == nil {
 		t.Error("no summary read as one")
+	}
+}
+
+// TestBaselineReport: with -baseline's contenders measured, the tables
+// give the build against the baseline build, and the targets the ratios;
+// without them, neither appears.
+func TestBaselineReport(t *testing.T) {
+	steady := func(c string, rep int, pass float64, rss int64) *Sample {
+		return &Sample{Contender: c, N: 100, Rep: rep, Phase: "steady", PassSeconds: pass, PeakRSS: rss}
+	}
+	cold := func(c string, secs float64) *Sample {
+		return &Sample{Contender: c, N: 100, Rep: 1, Phase: "cold", Seconds: secs}
+	}
+	res := &Results{Sizes: []int{100}, Reps: 1, Samples: []*Sample{
+		cold(resyncdName, 3), steady(resyncdName, 1, 0.5, 60<<20),
+		cold(resyncdName+baselineSuffix, 4), steady(resyncdName+baselineSuffix, 1, 0.4, 50<<20),
+	}}
+	sum := summarize(res)
+	got := sum.tables()
+	if want := "| resyncd | 0.50 | 0.40 | 1.25× | 3.0 | 4.0 | 0.75× | 60 | 50 | 1.20× |"; !strings.Contains(got, want) {
+		t.Errorf("no line %q in:\n%s", want, got)
+	}
+	var ab []string
+	for _, tg := range sum.sizes[0].Targets {
+		if strings.Contains(tg.What, "baseline") {
+			ab = append(ab, fmt.Sprintf("%s %s %v", tg.What, tg.Got, tg.Met))
+		}
+	}
+	want := []string{"resyncd: steady pass against the baseline build 1.25× false", "resyncd: cold convergence against the baseline build 0.75× true",
+		"resyncd: peak RSS in sync against the baseline build 1.20× false"}
+	if !slices.Equal(ab, want) {
+		t.Errorf("baseline targets %q, want %q", ab, want)
+	}
+	res.Samples = res.Samples[:2]
+	if got := summarize(res).tables(); strings.Contains(got, "baseline") {
+		t.Errorf("a baseline without -baseline:\n%s", got)
 	}
 }

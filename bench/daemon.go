@@ -39,13 +39,18 @@ type passLine struct {
 }
 
 func (b *bench) startDaemon(c contender, n int) (*daemon, error) {
-	return b.spawnDaemon(fmt.Sprintf("%s-%d", c.Name, n), b.configs[c.Config], b.kubeconfig)
+	return b.spawnDaemonOf(b.binary(c), fmt.Sprintf("%s-%d", c.Name, n), b.configs[c.Config], b.kubeconfig)
 }
 
 // spawnDaemon starts `resyncd run` with config against kubeconfig, its log
 // in the work directory under name.
 func (b *bench) spawnDaemon(name, config, kubeconfig string) (*daemon, error) {
-	args := []string{b.resyncd, "run", "--config", config, "--log-format", "json"}
+	return b.spawnDaemonOf(b.resyncd, name, config, kubeconfig)
+}
+
+// spawnDaemonOf is spawnDaemon with the resyncd binary bin.
+func (b *bench) spawnDaemonOf(bin, name, config, kubeconfig string) (*daemon, error) {
+	args := []string{bin, "run", "--config", config, "--log-format", "json"}
 	if kubeconfig != "" {
 		args = append(args, "--kubeconfig", kubeconfig)
 	}

@@ -42,7 +42,18 @@ type contender struct {
 	// TwoClusters: the N parents are split over two control planes, N/2
 	// in each, which one resyncd keeps in sync.
 	TwoClusters bool
-	args        func(b *bench, n int) []string
+	// Baseline: the contender runs -baseline's binary rather than
+	// -resyncd's, for a same-run A/B of two builds.
+	Baseline bool
+	args     func(b *bench, n int) []string
+}
+
+// binary is the resyncd binary c runs.
+func (b *bench) binary(c contender) string {
+	if c.Baseline {
+		return b.baseline
+	}
+	return b.resyncd
 }
 
 const (
@@ -51,10 +62,12 @@ const (
 	resyncdServerName = "resyncd-server"
 	resyncdGraphName  = "resyncd-graph"
 	resyncdTwoName    = "resyncd-2-clusters"
-	crName            = "controller-runtime"
-	cr8Name           = "controller-runtime-8"
-	listName          = "raw-list"
-	runTimeout        = 15 * time.Minute
+	// baselineSuffix names a contender run with -baseline's binary.
+	baselineSuffix = "-baseline"
+	crName         = "controller-runtime"
+	cr8Name        = "controller-runtime-8"
+	listName       = "raw-list"
+	runTimeout     = 15 * time.Minute
 )
 
 // errNotConverged: a contender that runs until converged did not within
@@ -69,11 +82,17 @@ func contenders() []contender {
 		{Name: resyncdName, ManagedBy: "resyncd", Repeats: true, Config: "local", args: func(b *bench, _ int) []string {
 			return []string{b.resyncd, "once", "--config", b.configs["local"], "--kubeconfig", b.kubeconfig}
 		}},
+		{Name: resyncdName + baselineSuffix, ManagedBy: "resyncd", Repeats: true, Config: "local", Baseline: true, args: func(b *bench, _ int) []string {
+			return []string{b.baseline, "once", "--config", b.configs["local"], "--kubeconfig", b.kubeconfig}
+		}},
 		{Name: resyncdServerName, ManagedBy: "resyncd", Repeats: true, Config: "server", args: func(b *bench, _ int) []string {
 			return []string{b.resyncd, "once", "--config", b.configs["server"], "--kubeconfig", b.kubeconfig}
 		}},
 		{Name: resyncdGraphName, ManagedBy: "resyncd", Repeats: true, Config: "graph", args: func(b *bench, _ int) []string {
 			return []string{b.resyncd, "once", "--config", b.configs["graph"], "--kubeconfig", b.kubeconfig}
+		}},
+		{Name: resyncdGraphName + baselineSuffix, ManagedBy: "resyncd", Repeats: true, Config: "graph", Baseline: true, args: func(b *bench, _ int) []string {
+			return []string{b.baseline, "once", "--config", b.configs["graph"], "--kubeconfig", b.kubeconfig}
 		}},
 		{Name: resyncdTwoName, ManagedBy: "resyncd", Repeats: true, Config: "clusters", TwoClusters: true, args: func(b *bench, _ int) []string {
 			return []string{b.resyncd, "once", "--config", b.configs["clusters"]}
@@ -155,10 +174,12 @@ type Results struct {
 
 type bench struct {
 	self, resyncd, kubeconfig string
-	work                      string // the daemons' logs go here
-	configs                   map[string]string
-	cl                        *cluster
-	env                       *testenv.Env
+	// baseline is -baseline's binary; empty: no A/B.
+	baseline string
+	work     string // the daemons' logs go here
+	configs  map[string]string
+	cl       *cluster
+	env      *testenv.Env
 	// second is the second cluster of the two-cluster contender, and its
 	// control plane, started when that contender first runs.
 	second    *cluster
@@ -180,6 +201,8 @@ func orchestrate(args []string) error {
 	reps := fs.Int("reps", 3, "repetitions of each measurement")
 	drift := fs.Float64("drift", 0.05, "fraction of children drifted")
 	resyncdBin := fs.String("resyncd", "bin/resyncd", "the resyncd binary")
+	baseline := fs.String("baseline", "", "a second resyncd binary (of an earlier commit, say) measured beside -resyncd as "+
+		resyncdName+baselineSuffix+" and "+resyncdGraphName+baselineSuffix+", for a same-run A/B; the report gives the ratios")
 	out := fs.String("out", "", "write the results as JSON here")
 	doc := fs.String("doc", "", "write the Markdown report here")
 	work := fs.String("work", ".run/bench", "directory for the kubeconfig, configurations and the control plane's log")
@@ -230,6 +253,15 @@ func orchestrate(args []string) error {
 	}
 	b.coldMax, b.profile = *coldMax, *profile
 	b.tradeOffN, b.tradeOffOpts, b.depthN = to.n, to, *depthN
+	if *baseline != "" {
+		if b.baseline, err = filepath.Abs(*baseline); err == nil {
+			_, err = os.Stat(b.baseline)
+		}
+		if err != nil {
+			_ = b.env.Stop()
+			return fmt.Errorf("-baseline: %w", err)
+		}
+	}
 	if *only != "" {
 		b.only = map[string]bool{}
 		for _, c := range strings.Split(*only, ",") {
@@ -290,6 +322,9 @@ func (b *bench) runAll(ctx context.Context, res *Results, sizes []int, reps int,
 	}
 	var cs []contender
 	for _, c := range contenders() {
+		if c.Baseline && b.baseline == "" {
+			continue
+		}
 		if b.only == nil || b.only[c.Name] {
 			cs = append(cs, c)
 		}

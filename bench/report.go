@@ -194,7 +194,8 @@ func amongOthers(phase string) bool { return strings.HasPrefix(phase, "others") 
 
 func summarize(res *Results) *summary {
 	sum := &summary{res: res}
-	names := []string{resyncdName, resyncdServerName, resyncdGraphName, resyncdTwoName, crName, cr8Name, floorName, listName}
+	names := []string{resyncdName, resyncdServerName, resyncdGraphName, resyncdTwoName, crName, cr8Name, floorName, listName,
+		resyncdName + baselineSuffix, resyncdGraphName + baselineSuffix}
 	for _, n := range res.Sizes {
 		var ss []*Sample
 		for _, s := range res.Samples {
@@ -262,6 +263,7 @@ func targets(z sizeSummary) []target {
 	ts = append(ts, target{What: "steady pass against the API server's own time serving its LISTs", Want: "≤ 1.5×",
 		Got: fmt.Sprintf("%.2f× (%.3f s against %.3f s)", rs, st.Pass.Median, st.Server.Median), Met: rs <= 1.5})
 	ts = append(ts, graphTargets(z)...)
+	ts = append(ts, baselineTargets(z)...)
 	d := z.Drift[resyncdName]
 	ts = append(ts, target{
 		What: "drift: child writes = drifted children, all repaired in one pass",
@@ -289,18 +291,39 @@ func graphTargets(z sizeSummary) []target {
 	}
 }
 
+// baselineTargets hold the build measured to the -baseline build beside
+// it, for the built-in renderer and the graph: no worse, within the noise
+// of a shared machine.
+func baselineTargets(z sizeSummary) []target {
+	var ts []target
+	for _, c := range []string{resyncdName, resyncdGraphName} {
+		b := c + baselineSuffix
+		if z.Steady[b].Pass.Count == 0 {
+			continue
+		}
+		rs, rc, rr := ratio(z.Steady[c].Pass, z.Steady[b].Pass), ratio(z.Cold[c], z.Cold[b]), ratio(z.SyncRSS[c], z.SyncRSS[b])
+		ts = append(ts,
+			target{What: labels[c] + ": steady pass against the baseline build", Want: "≤ 1.1×", Got: fmt.Sprintf("%.2f×", rs), Met: rs <= 1.1},
+			target{What: labels[c] + ": cold convergence against the baseline build", Want: "≤ 1.1×", Got: fmt.Sprintf("%.2f×", rc), Met: rc <= 1.1},
+			target{What: labels[c] + ": peak RSS in sync against the baseline build", Want: "≤ 1.1×", Got: fmt.Sprintf("%.2f×", rr), Met: rr <= 1.1})
+	}
+	return ts
+}
+
 var labels = map[string]string{
-	resyncdName:                     "resyncd",
-	resyncdName + firstSuffix:       "resyncd, first pass after a start",
-	resyncdServerName:               "resyncd, driftCheck server",
-	resyncdServerName + firstSuffix: "resyncd, driftCheck server, first pass",
-	resyncdGraphName:                "resyncd, HttpService as a graph",
-	resyncdGraphName + firstSuffix:  "resyncd, HttpService as a graph, first pass",
-	resyncdTwoName:                  "resyncd, two clusters of N/2",
-	crName:                          "controller-runtime",
-	cr8Name:                         "controller-runtime, 8 workers",
-	floorName:                       "raw-SSA floor",
-	listName:                        "raw paged LIST",
+	resyncdName + baselineSuffix:      "resyncd, baseline build",
+	resyncdGraphName + baselineSuffix: "resyncd, HttpService as a graph, baseline build",
+	resyncdName:                       "resyncd",
+	resyncdName + firstSuffix:         "resyncd, first pass after a start",
+	resyncdServerName:                 "resyncd, driftCheck server",
+	resyncdServerName + firstSuffix:   "resyncd, driftCheck server, first pass",
+	resyncdGraphName:                  "resyncd, HttpService as a graph",
+	resyncdGraphName + firstSuffix:    "resyncd, HttpService as a graph, first pass",
+	resyncdTwoName:                    "resyncd, two clusters of N/2",
+	crName:                            "controller-runtime",
+	cr8Name:                           "controller-runtime, 8 workers",
+	floorName:                         "raw-SSA floor",
+	listName:                          "raw paged LIST",
 }
 
 func num(s stat, format string) string {
@@ -367,6 +390,19 @@ func (sum *summary) tables() string {
 		for _, c := range []string{resyncdName, resyncdServerName, resyncdGraphName, crName, cr8Name, floorName, listName} {
 			p("| %s | %s | %s | %s | %s | %s |\n", labels[c], spread(mib(z.ColdRSS[c]), "%.0f"), spread(mib(z.SyncRSS[c]), "%.0f"),
 				spread(mib(z.SyncHeap[c]), "%.0f"), times(z.SyncRSS[c], z.SyncRSS[listName]), times(z.SyncRSS[c], z.SyncRSS[crName]))
+		}
+		if z.Steady[resyncdName+baselineSuffix].Pass.Count+z.Steady[resyncdGraphName+baselineSuffix].Pass.Count > 0 {
+			p("\nA/B: the build measured against the -baseline build, side by side in this run:\n\n")
+			p("| contender | steady pass, seconds | baseline | ratio | cold, seconds | baseline | ratio | in sync, MiB | baseline | ratio |\n|---|---|---|---|---|---|---|---|---|---|\n")
+			for _, c := range []string{resyncdName, resyncdGraphName} {
+				b := c + baselineSuffix
+				if z.Steady[b].Pass.Count == 0 {
+					continue
+				}
+				p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", labels[c], spread(z.Steady[c].Pass, "%.2f"), spread(z.Steady[b].Pass, "%.2f"), times(z.Steady[c].Pass, z.Steady[b].Pass),
+					spread(z.Cold[c], "%.1f"), spread(z.Cold[b], "%.1f"), times(z.Cold[c], z.Cold[b]),
+					spread(mib(z.SyncRSS[c]), "%.0f"), spread(mib(z.SyncRSS[b]), "%.0f"), times(z.SyncRSS[c], z.SyncRSS[b]))
+			}
 		}
 		p("\nDrift: %s of the children changed by another writer (Deployments scaled, Services' targetPort changed), then one run:\n\n", pct(sum.res.Drift))
 		p("| contender | drifted | child writes | status writes | left drifted | writes in the pass after |\n|---|---|---|---|---|---|\n")
