@@ -30,11 +30,11 @@ const (
 type Withheld string
 
 const (
-	// WithheldPaused: the renderer's Policy says the parent is paused.
+	// WithheldPaused says the renderer's Policy has the parent paused.
 	WithheldPaused Withheld = "paused"
-	// WithheldWarn: the resource's mode is warn.
+	// WithheldWarn says the resource's mode is warn.
 	WithheldWarn Withheld = "warn"
-	// WithheldDisabled: the parent carries resyncd.io/reconcile: disabled.
+	// WithheldDisabled says the parent carries resyncd.io/reconcile: disabled.
 	WithheldDisabled Withheld = "disabled"
 )
 
