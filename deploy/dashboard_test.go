@@ -1,16 +1,13 @@
 package deploy_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -87,7 +84,7 @@ func dashboardQueries(t *testing.T) map[string][]string {
 // series; the cluster variable's own query finds the three clusters.
 func TestDashboard(t *testing.T) {
 	queries := dashboardQueries(t)
-	bin := buildResyncd(t)
+	bin := testenv.BuildResyncd(t)
 	ctx := t.Context()
 	// Two entries reaching one API server are refused: mirror is a
 	// control plane of its own.
@@ -123,7 +120,7 @@ func TestDashboard(t *testing.T) {
 	down := filepath.Join(dir, "down.kubeconfig")
 	downBody := `apiVersion: v1
 kind: Config
-clusters: [{name: c, cluster: {server: "https://` + freePort(t) + `", insecure-skip-tls-verify: true}}]
+clusters: [{name: c, cluster: {server: "https://` + testenv.FreeAddr(t) + `", insecure-skip-tls-verify: true}}]
 users: [{name: u, user: {token: t}}]
 contexts: [{name: c, context: {cluster: c, user: u}}]
 current-context: c
@@ -131,7 +128,7 @@ current-context: c
 	if err := os.WriteFile(down, []byte(downBody), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	metricsAddr := freePort(t)
+	metricsAddr := testenv.FreeAddr(t)
 	cfg := filepath.Join(dir, "config.yaml")
 	body := `metrics: {address: "` + metricsAddr + `"}
 health: {address: "127.0.0.1:0"}
@@ -147,7 +144,7 @@ resources:
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
+	var out testenv.SyncBuffer
 	run := exec.CommandContext(ctx, bin, "run", "--config", cfg, "--kubeconfig", kc, "--request-timeout", "2s")
 	run.Stdout, run.Stderr = &out, &out
 	if err := run.Start(); err != nil {
@@ -244,24 +241,6 @@ resources:
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // loadScrape scrapes url and appends every sample to st at time at, as a
 // Prometheus scrape would: a histogram as its _bucket, _sum and _count
 // series, a summary as its quantiles, _sum and _count.
@@ -323,32 +302,4 @@ func loadScrape(t *testing.T, st *teststorage.TestStorage, url string, at time.T
 	if err := app.Commit(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// buildResyncd builds the resyncd binary in its own module, at the
-// repository root, as `make build` does.
-func buildResyncd(t *testing.T) string {
-	t.Helper()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "resyncd")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/resyncd")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// freePort returns a loopback address nothing listens on.
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }

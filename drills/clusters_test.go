@@ -49,7 +49,7 @@ func TestManyClusters(t *testing.T) {
 			t.Fatalf("RESYNCD_DRILL_FREEZE: %v", err)
 		}
 	}
-	bin := buildResyncd(t)
+	bin := testenv.BuildResyncd(t)
 	east, west := startPlane(t), startPlane(t)
 	const ns, parents = "fleet", 200
 	planes := map[string]*testenv.Env{"home": env(t), "east": east, "west": west}
@@ -77,7 +77,7 @@ func TestManyClusters(t *testing.T) {
 	westKC := filepath.Join(dir, "west.kubeconfig")
 	fixture.WriteTokenKubeconfig(t, west.Kubeconfig(), oldToken, westKC)
 
-	metricsPort, healthPort := freePort(t), freePort(t)
+	metricsPort, healthPort := testenv.FreePort(t), testenv.FreePort(t)
 	cfg := write("config.yaml", []byte(fmt.Sprintf(`apply: {qps: 500, burst: 500, batchSize: 100}
 metrics: {address: "127.0.0.1:%d"}
 health: {address: "127.0.0.1:%d"}

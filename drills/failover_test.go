@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resyncd/resyncd/internal/testenv"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -146,7 +147,7 @@ func auditedWrites(t *testing.T, namespace string, resources ...string) map[stri
 // the API server's audit log shows that the two never wrote at the same
 // time.
 func TestLeaderFailover(t *testing.T) {
-	bin := buildResyncd(t)
+	bin := testenv.BuildResyncd(t)
 	d := newDrill(t, "failover")
 	for i := range 4 {
 		d.createParent(fmt.Sprintf("app-%d", i), map[string]any{"image": "nginx:1.27", "port": int64(8080), "replicas": int64(2)})

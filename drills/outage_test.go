@@ -3,7 +3,6 @@ package drills
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -29,16 +28,6 @@ func outageShown(readyz string) bool {
 	return resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(body), "failed")
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // TestAPIServerOutage: kube-apiserver is killed in the middle of a pass
 // over 500 parents and started again. resyncd keeps running, logs the
 // outage in a bounded number of lines per pass, /readyz says so, and the
@@ -47,7 +36,7 @@ func freePort(t *testing.T) int {
 // next drill's Deployment did not become Available within a minute (the
 // controllers' recovery is not resyncd's to test here).
 func TestAPIServerOutage(t *testing.T) {
-	bin := buildResyncd(t)
+	bin := testenv.BuildResyncd(t)
 	own, err := testenv.Start(testenv.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +55,7 @@ func TestAPIServerOutage(t *testing.T) {
 	if err := os.WriteFile(kc, own.Kubeconfig(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	health := freePort(t)
+	health := testenv.FreePort(t)
 	cfg := filepath.Join(dir, "config.yaml")
 	body := fmt.Sprintf(`apply: {qps: 200, burst: 20, batchSize: 100, concurrency: 4}
 metrics: {address: "127.0.0.1:0"}

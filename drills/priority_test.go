@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/resyncd/resyncd/config"
+	"github.com/resyncd/resyncd/internal/testenv"
 )
 
 // TestResourcePriorityOrder: two watched resources of one cluster, both
@@ -23,7 +24,7 @@ import (
 // writes none of the lower priority's. (Status writes are left out of the
 // order: a parent's status changes again as its Deployment rolls out.)
 func TestResourcePriorityOrder(t *testing.T) {
-	bin := buildResyncd(t)
+	bin := testenv.BuildResyncd(t)
 	const high, low, parents = "prio-high", "prio-low", 30
 	for _, ns := range []string{low, high} {
 		d := newDrillWith(t, ns, func(*config.Config) {})

@@ -13,19 +13,8 @@ import (
 	"time"
 
 	"github.com/resyncd/resyncd/config"
+	"github.com/resyncd/resyncd/internal/testenv"
 )
-
-// buildResyncd builds the resyncd binary for the drills that run it as a
-// process.
-func buildResyncd(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "resyncd")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/resyncd").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // newParentWrites are the writes a new HttpService with no autoscaling
 // gets, all in one job: its Deployment, its Service, its status.
@@ -57,7 +46,7 @@ func halfWritten(writes []write, user string) []string {
 // the process exits 0 within 10 s, and the next pass repairs everything
 // with no error.
 func TestStopSignalDuringALargeBatch(t *testing.T) {
-	bin := buildResyncd(t)
+	bin := testenv.BuildResyncd(t)
 	for _, sig := range []struct {
 		name string
 		sig  syscall.Signal
@@ -176,7 +165,7 @@ wait:
 // the standby went on from there; the leader exits 0.
 func TestSIGTERMToTheLeaderDuringALargeBatch(t *testing.T) {
 	const ns, parents = "handover", 200
-	bin := buildResyncd(t)
+	bin := testenv.BuildResyncd(t)
 	d := newDrill(t, ns)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.yaml")

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/resyncd/resyncd/internal/fixture"
+	"github.com/resyncd/resyncd/internal/testenv"
 )
 
 func TestValidateExitCodes(t *testing.T) {
@@ -149,7 +150,7 @@ func TestOnceManyClusters(t *testing.T) {
 	}
 	fixture.CreateParent(t, dynamic.NewForConfigOrDie(env(t).Config), "cli-clusters", "web", map[string]any{"image": "nginx:1.27", "port": int64(8080)})
 	flags := files(t, "cli-clusters")
-	down := kubeconfigFor(t, "https://"+freePort(t))[1]
+	down := kubeconfigFor(t, "https://"+testenv.FreeAddr(t))[1]
 	body, err := os.ReadFile(flags[3])
 	if err != nil {
 		t.Fatal(err)

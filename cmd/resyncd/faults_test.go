@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,17 +22,6 @@ import (
 	"github.com/resyncd/resyncd/internal/fixture"
 	"github.com/resyncd/resyncd/internal/testenv"
 )
-
-// freePort returns a loopback address no one listens on now.
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 // TestRunThroughLostPermissionsAndCRD: `resyncd run` keeps running while
 // its permissions are taken away and given back, and while the CRD of
@@ -66,7 +54,7 @@ func TestRunThroughLostPermissionsAndCRD(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	health := freePort(t)
+	health := testenv.FreeAddr(t)
 	cfgPath, kcPath := filepath.Join(dir, "config.yaml"), filepath.Join(dir, "kubeconfig")
 	cfg := fmt.Sprintf(`metrics: {address: "127.0.0.1:0"}
 health: {address: %q}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/resyncd/resyncd/internal/fixture"
+	"github.com/resyncd/resyncd/internal/testenv"
 )
 
 // TestLeaderStopsAfterItsBatch: `resyncd run` with leader election, stopped
@@ -33,7 +34,7 @@ func TestLeaderStopsAfterItsBatch(t *testing.T) {
 		fixture.CreateParent(t, dyn, ns, fmt.Sprintf("app-%02d", i), map[string]any{"image": "nginx", "port": int64(8080)})
 	}
 	flags := files(t, ns)
-	health := freePort(t)
+	health := testenv.FreeAddr(t)
 	// 20 writes a second: the one batch of 90 writes takes seconds.
 	body := fmt.Sprintf(`metrics: {address: "127.0.0.1:0"}
 health: {address: %[2]q}

@@ -29,6 +29,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/resyncd/resyncd/internal/fixture"
+	"github.com/resyncd/resyncd/internal/testenv"
 )
 
 // TestSecureMetrics: with metrics.secure, /metrics is served over TLS to a
@@ -67,7 +68,7 @@ func TestSecureMetrics(t *testing.T) {
 	}
 
 	flags := files(t, ns)
-	addr := freePort(t)
+	addr := testenv.FreeAddr(t)
 	body, err := os.ReadFile(flags[3])
 	if err != nil {
 		t.Fatal(err)

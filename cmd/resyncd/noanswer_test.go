@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/resyncd/resyncd/internal/fixture"
+	"github.com/resyncd/resyncd/internal/testenv"
 )
 
 // kubeconfigFor writes a kubeconfig for a server at url that skips TLS
@@ -96,7 +97,7 @@ func TestShutdownWithAClusterHung(t *testing.T) {
 	ctx, stop := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
-		var out syncBuffer
+		var out testenv.SyncBuffer
 		done <- newRootCommand(&out, &out, append([]string{"run", "--request-timeout", "5m"}, flags...)).ExecuteContext(ctx)
 	}()
 	fixture.Eventually(t, "a request to the hung server", 30*time.Second, func() bool { return hits.Load() > 0 })

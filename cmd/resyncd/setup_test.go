@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,13 +18,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/resyncd/resyncd/internal/fixture"
+	"github.com/resyncd/resyncd/internal/testenv"
 )
 
 // daemonRun is a `resyncd run` started by a test, with its health and
 // metrics addresses, what it printed and what it logged.
 type daemonRun struct {
 	health, metrics string
-	out, log        *syncBuffer
+	out, log        *testenv.SyncBuffer
 }
 
 // startDaemon writes a configuration of the clusters section clusters (a
@@ -35,7 +34,7 @@ type daemonRun struct {
 // and args until the test ends.
 func startDaemon(t *testing.T, dir, clusters, namespace string, args ...string) *daemonRun {
 	t.Helper()
-	d := &daemonRun{health: freePort(t), metrics: freePort(t), out: &syncBuffer{}, log: &syncBuffer{}}
+	d := &daemonRun{health: testenv.FreeAddr(t), metrics: testenv.FreeAddr(t), out: &testenv.SyncBuffer{}, log: &testenv.SyncBuffer{}}
 	cfg := filepath.Join(dir, "config.yaml")
 	body := `metrics: {address: "` + d.metrics + `"}
 health: {address: "` + d.health + `"}
@@ -255,22 +254,4 @@ func TestSameAPIServerRefused(t *testing.T) {
 			}
 		})
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
