@@ -66,7 +66,7 @@ BENCH_FLAGS ?=
 BENCH_RESULTS := bench/results/$(shell date -u +%Y-%m-%d).json
 
 .PHONY: bench
-bench: bins build ## Measure resyncd against controller-runtime (1 and 8 workers), the raw-SSA floor and a raw LIST, over two clusters, and, at N = 1,000, among unrelated objects, over time and in drift latency, and the passes to converge a graph four deep against one deep; at N = 1,000 and 5,000 (about 31 minutes): docs/benchmarks.md, bench/results/
+bench: bins build ## Measure resyncd against controller-runtime (1 and 8 workers), the raw-SSA floor and a raw LIST, over two clusters, and, at N = 1,000, among unrelated objects, over time and in drift latency, and the passes to converge a graph four deep against one deep; at N = 1,000 and 5,000 (about 31 minutes): docs/benchmarks.md, bench/results/; BENCH_FLAGS="-baseline OLD" adds resyncd run with the build OLD, side by side (an A/B)
 	cd bench && go build -o ../bin/bench .
 	bin/bench -sizes 1000,5000 -reps 3 -tradeoff-n 1000 -depth-n 1000 -out $(BENCH_RESULTS) -doc docs/benchmarks.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
 
