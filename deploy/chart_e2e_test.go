@@ -303,14 +303,7 @@ func TestChartNamespacedRBAC(t *testing.T) {
 		_, err := saDyn.Resource(httpServices).Namespace("scoped-in").List(ctx, metav1.ListOptions{})
 		return err == nil
 	})
-	eng, err := engine.New(engine.SettingsFrom(cfg), engine.Options{REST: sa, Renderers: desired.DefaultRegistry()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := eng.SyncOnce(ctx)
-	if err != nil {
-		t.Fatalf("pass as the ServiceAccount: %v", err)
-	}
+	rep := passAs(t, cfg, sa, desired.DefaultRegistry())
 	if r := rep.Resources[0]; r.Created != 2 || r.Failed != 0 {
 		t.Errorf("created %d, failed %d; want 2, 0", r.Created, r.Failed)
 	}
@@ -420,14 +413,7 @@ func TestChartGraphKinds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eng, err := engine.New(engine.SettingsFrom(cfg), engine.Options{REST: sa, Renderers: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := eng.SyncOnce(ctx)
-	if err != nil {
-		t.Fatalf("pass as the ServiceAccount: %v", err)
-	}
+	rep := passAs(t, cfg, sa, reg)
 	if r := rep.Resources[1]; r.Created != 3 || r.Failed != 0 || r.Stalled != 0 {
 		t.Errorf("WebApps: created %d, failed %d, stalled %d; want 3, 0, 0", r.Created, r.Failed, r.Stalled)
 	}
@@ -651,21 +637,8 @@ func TestChartExternalRef(t *testing.T) {
 	})
 	res := cfg.Resources[0]
 	reg := graphRegistry(t, res, sa)
-	webapp := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "example.resyncd.io/v1alpha1", "kind": "WebApp",
-		"metadata": map[string]any{"name": "site", "namespace": "ext-in"}, "spec": map[string]any{"image": "nginx"},
-	}}
-	if _, err := dynamic.NewForConfigOrDie(env(t).Config).Resource(fixture.WebApps).Namespace("ext-in").Create(ctx, webapp, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eng, err := engine.New(engine.SettingsFrom(cfg), engine.Options{REST: sa, Renderers: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := eng.SyncOnce(ctx)
-	if err != nil {
-		t.Fatalf("pass as the ServiceAccount: %v", err)
-	}
+	createWebApp(t, "ext-in", "site", map[string]any{"image": "nginx"})
+	rep := passAs(t, cfg, sa, reg)
 	if r := rep.Resources[0]; r.Created != 1 || r.Failed != 0 || r.Stalled != 0 {
 		t.Errorf("created %d, failed %d, stalled %d; want 1, 0, 0", r.Created, r.Failed, r.Stalled)
 	}
@@ -722,21 +695,8 @@ func TestChartExternalNamespaces(t *testing.T) {
 		t.Errorf("externalNamespaces in the chart's configuration = %v, want [extns-bank]", res.ExternalNamespaces)
 	}
 	reg := graphRegistry(t, res, sa)
-	webapp := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "example.resyncd.io/v1alpha1", "kind": "WebApp",
-		"metadata": map[string]any{"name": "loan", "namespace": "extns-in"}, "spec": map[string]any{"image": "nginx", "tags": []any{"extns-bank"}},
-	}}
-	if _, err := dynamic.NewForConfigOrDie(env(t).Config).Resource(fixture.WebApps).Namespace("extns-in").Create(ctx, webapp, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eng, err := engine.New(engine.SettingsFrom(cfg), engine.Options{REST: sa, Renderers: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := eng.SyncOnce(ctx)
-	if err != nil {
-		t.Fatalf("pass as the ServiceAccount: %v", err)
-	}
+	createWebApp(t, "extns-in", "loan", map[string]any{"image": "nginx", "tags": []any{"extns-bank"}})
+	rep := passAs(t, cfg, sa, reg)
 	if r := rep.Resources[0]; r.Created != 1 || r.Failed != 0 || r.Stalled != 0 {
 		t.Errorf("created %d, failed %d, stalled %d; want 1, 0, 0", r.Created, r.Failed, r.Stalled)
 	}
@@ -841,5 +801,32 @@ func wantForbidden(t *testing.T, forbidden map[string]error) {
 		if !apierrors.IsForbidden(err) {
 			t.Errorf("%s: got %v, want Forbidden", what, err)
 		}
+	}
+}
+
+// passAs runs one pass of cfg as the client sa (the release's
+// ServiceAccount) with the renderers reg; the pass must not fail.
+func passAs(t *testing.T, cfg *config.Config, sa *rest.Config, reg desired.Registry) engine.Report {
+	t.Helper()
+	eng, err := engine.New(engine.SettingsFrom(cfg), engine.Options{REST: sa, Renderers: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := eng.SyncOnce(t.Context())
+	if err != nil {
+		t.Fatalf("pass as the ServiceAccount: %v", err)
+	}
+	return rep
+}
+
+// createWebApp creates the WebApp ns/name with spec, as the cluster's admin.
+func createWebApp(t *testing.T, ns, name string, spec map[string]any) {
+	t.Helper()
+	webapp := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.resyncd.io/v1alpha1", "kind": "WebApp",
+		"metadata": map[string]any{"name": name, "namespace": ns}, "spec": spec,
+	}}
+	if _, err := dynamic.NewForConfigOrDie(env(t).Config).Resource(fixture.WebApps).Namespace(ns).Create(t.Context(), webapp, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
