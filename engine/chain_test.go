@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,5 +143,5 @@ func (p *memPass) syncCalls() []string {
 
 // writesOf is calls without the reads.
 func writesOf(calls []string) []string {
-	return slices.DeleteFunc(calls, func(c string) bool { return len(c) > 4 && c[:4] == "get " })
+	return slices.DeleteFunc(slices.Clone(calls), func(c string) bool { return strings.HasPrefix(c, "get ") })
 }

@@ -561,10 +561,7 @@ func bookedIn(r ResourceReport) booked {
 // are) that the calls wrote to, each once, skipping reads.
 func parentsWritten(calls []string) []string {
 	var out []string
-	for _, c := range calls {
-		if strings.HasPrefix(c, "get ") {
-			continue
-		}
+	for _, c := range writesOf(calls) {
 		call, _, _ := strings.Cut(c, ": ")
 		obj := call[strings.LastIndex(call, "/")+1:]
 		if !slices.Contains(out, obj) {

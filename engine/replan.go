@@ -56,12 +56,12 @@ func (e *Engine) replan(r *run, j *job, at int, written map[childKey]bool, taken
 		if written[k] {
 			continue
 		}
-		if rest[k] == nil && j.settled(k, blocked) {
-			continue
-		}
-		if n := len(j.synced); rest[k] == nil {
-			j.synced = slices.DeleteFunc(j.synced, func(s syncedChild) bool { return s.key == k })
-			if len(j.synced) < n {
+		if rest[k] == nil {
+			if j.settled(k, lives[k], blocked) {
+				continue
+			}
+			if i := slices.IndexFunc(j.synced, func(s syncedChild) bool { return s.key == k }); i >= 0 {
+				j.synced = slices.Delete(j.synced, i, i+1)
 				rep.uncount(k.Kind, stateInSync)
 			}
 		}
@@ -103,30 +103,15 @@ func writtenInputs(inputs []desired.Child, children []*liveChild, written map[ch
 	return out
 }
 
-// liveOf is the live child of k the job knows: as written in this job,
-// as LISTed, or one that waited.
-func (j *job) liveOf(k childKey) *liveChild {
-	for _, c := range j.children {
-		if c.key == k {
-			return c
-		}
-	}
-	for _, c := range j.waitingLive {
-		if c.key == k {
-			return c
-		}
-	}
-	return nil
-}
-
 // settled says whether the plan decided k for good, as nothing replan
 // may decide again: taken, refused or referring to either (blocked),
-// held, pruned as an earlier parent's, or left to a dry-run.
-func (j *job) settled(k childKey, blocked map[childKey]blockage) bool {
+// held (live, its live object, holds it), pruned as an earlier parent's,
+// or left to a dry-run.
+func (j *job) settled(k childKey, live *liveChild, blocked map[childKey]blockage) bool {
 	if _, ok := blocked[k]; ok {
 		return true
 	}
-	if live := j.liveOf(k); live != nil && live.hold {
+	if live != nil && live.hold {
 		return true
 	}
 	is := func(o *op) bool { return o.key == k }
