@@ -111,30 +111,35 @@ func (j *job) book(o outcome) { j.outcomes = append(j.outcomes, o) }
 // to in rep; it forgets both in the job.
 func fold(next *memory, rep *ResourceReport, jobs []*job) {
 	for _, j := range jobs {
-		l := &j.learnt
-		for _, k := range l.noops {
-			next.noops[k] = true
-		}
-		for _, k := range l.repaired {
-			next.repaired[k] = true
-		}
-		for _, k := range l.taken {
-			next.taken[k] = true
-		}
-		for _, a := range l.announced {
-			next.announced[a.parent] = a.reason
-		}
-		*l = lessons{}
-		for _, o := range j.outcomes {
-			rep.book(o)
-		}
-		j.outcomes = nil
-		rep.merge(&j.recounted)
-		j.recounted = ResourceReport{}
-		if j.stalled {
-			rep.Stalled++
-			j.stalled = false
-		}
+		j.fold(next, rep)
+	}
+}
+
+// fold is fold of one job: a parent's dropped as idle at plan time.
+func (j *job) fold(next *memory, rep *ResourceReport) {
+	l := &j.learnt
+	for _, k := range l.noops {
+		next.noops[k] = true
+	}
+	for _, k := range l.repaired {
+		next.repaired[k] = true
+	}
+	for _, k := range l.taken {
+		next.taken[k] = true
+	}
+	for _, a := range l.announced {
+		next.announced[a.parent] = a.reason
+	}
+	*l = lessons{}
+	for _, o := range j.outcomes {
+		rep.book(o)
+	}
+	j.outcomes = nil
+	rep.merge(&j.recounted)
+	j.recounted = ResourceReport{}
+	if j.stalled {
+		rep.Stalled++
+		j.stalled = false
 	}
 }
 

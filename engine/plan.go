@@ -175,7 +175,7 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 			jobs = append(jobs, j)
 			return nil
 		}
-		fold(rs.next, rep, []*job{j}) // the no-ops its plan relied on
+		j.fold(rs.next, rep) // the no-ops its plan relied on
 		if e.cfg.DriftCheck != config.DriftCheckServer && !e.keepFields && len(j.taken)+len(j.held)+len(j.refused) == 0 {
 			key := memoKey{uid: p.GetUID(), resourceVersion: p.GetResourceVersion()}
 			rs.next.idle[key] = j.synced
