@@ -156,6 +156,19 @@ func writes(reqs []string) []string {
 	return out
 }
 
+// deleted returns, in order, the objects reqs deleted, as
+// resource/name.
+func deleted(reqs []string) []string {
+	var out []string
+	for _, w := range writes(reqs) {
+		if strings.HasPrefix(w, "DELETE ") {
+			path, _, _ := strings.Cut(strings.TrimPrefix(w, "DELETE "), "?")
+			out = append(out, path[strings.LastIndex(path[:strings.LastIndex(path, "/")], "/")+1:])
+		}
+	}
+	return out
+}
+
 // childWrites returns the writes in reqs that are not to the parents.
 func childWrites(reqs []string) []string {
 	var out []string

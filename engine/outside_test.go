@@ -201,13 +201,7 @@ func TestOutsideNamespaceAllowed(t *testing.T) {
 	}
 	h.log.reset()
 	h.sync()
-	var deletes []string
-	for _, w := range writes(h.log.reset()) {
-		if strings.HasPrefix(w, "DELETE ") {
-			path, _, _ := strings.Cut(strings.TrimPrefix(w, "DELETE "), "?")
-			deletes = append(deletes, path[strings.LastIndex(path[:strings.LastIndex(path, "/")], "/")+1:])
-		}
-	}
+	deletes := deleted(h.log.reset())
 	if want := []string{"clusterroles/" + ns + "-shop-reader", "configmaps/" + ns + "-shop", "configmaps/shop-home"}; !cmp.Equal(want, deletes) {
 		t.Errorf("deletes after the parent was deleted = %v, want %v: the ClusterRole before the ConfigMap it refers to", deletes, want)
 	}

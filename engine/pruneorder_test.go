@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -65,13 +64,7 @@ func TestPruneOrderOnServer(t *testing.T) {
 	}
 	h.log.reset()
 	h.sync()
-	var deletes []string
-	for _, w := range writes(h.log.reset()) {
-		if strings.HasPrefix(w, "DELETE ") {
-			path, _, _ := strings.Cut(strings.TrimPrefix(w, "DELETE "), "?")
-			deletes = append(deletes, path[strings.LastIndex(path[:strings.LastIndex(path, "/")], "/")+1:])
-		}
-	}
+	deletes := deleted(h.log.reset())
 	if want := []string{"configmaps/shop-summary", "secrets/shop-token", "configmaps/shop-base"}; !cmp.Equal(want, deletes) {
 		t.Errorf("deletes after the parent was deleted = %v, want %v", deletes, want)
 	}
