@@ -37,14 +37,24 @@ func NewLister(cfg *rest.Config) (*Lister, error) {
 	return &Lister{client: rc}, nil
 }
 
+// Listed is what a LIST said of itself.
+type Listed struct {
+	// Kind is the kind of the items as the list names it
+	// ("HttpServiceList" lists HttpService), known even when there are none.
+	Kind string
+	// Sharded is whether the API server applied the shardSelector asked
+	// for (every page echoed it): false when none was asked, or when the
+	// server ignored it and returned every object.
+	Sharded bool
+}
+
 // Each LISTs gvr in namespace ("" for all namespaces) in pages of pageSize,
 // following the continue token, and calls fn for every object as it is
-// decoded. It returns the kind of the items as the list names it
-// ("HttpServiceList" lists HttpService), known even when there are none. A
+// decoded. Of opts it sends the label, field and shard selectors. A
 // continue token that expired mid-way fails the LIST: nothing is read twice.
 func (l *Lister) Each(ctx context.Context, gvr schema.GroupVersionResource, namespace string,
-	opts metav1.ListOptions, pageSize int64, fn func(*unstructured.Unstructured) error) (string, error) {
-	var kind string
+	opts metav1.ListOptions, pageSize int64, fn func(*unstructured.Unstructured) error) (Listed, error) {
+	out := Listed{Sharded: opts.ShardSelector != ""}
 	cont := ""
 	for {
 		req := l.client.Get().AbsPath(collectionPath(gvr, namespace)).Param("limit", strconv.FormatInt(pageSize, 10))
@@ -54,22 +64,26 @@ func (l *Lister) Each(ctx context.Context, gvr schema.GroupVersionResource, name
 		if opts.FieldSelector != "" {
 			req = req.Param("fieldSelector", opts.FieldSelector)
 		}
+		if opts.ShardSelector != "" {
+			req = req.Param("shardSelector", opts.ShardSelector)
+		}
 		if cont != "" {
 			req = req.Param("continue", cont)
 		}
 		body, err := req.Stream(ctx)
 		if err != nil {
-			return "", fmt.Errorf("list %s: %w", gvr, err)
+			return Listed{}, fmt.Errorf("list %s: %w", gvr, err)
 		}
 		var page listHead
 		page, err = decodeList(body, fn)
 		_ = body.Close()
 		if err != nil {
-			return "", fmt.Errorf("list %s: %w", gvr, err)
+			return Listed{}, fmt.Errorf("list %s: %w", gvr, err)
 		}
-		kind, cont = page.kind, page.cont
+		out.Kind, cont = strings.TrimSuffix(page.kind, "List"), page.cont
+		out.Sharded = out.Sharded && page.shard == opts.ShardSelector
 		if cont == "" {
-			return strings.TrimSuffix(kind, "List"), nil
+			return out, nil
 		}
 	}
 }
@@ -88,6 +102,8 @@ func collectionPath(gvr schema.GroupVersionResource, namespace string) string {
 // listHead is what a list says of itself.
 type listHead struct {
 	kind, apiVersion, cont string
+	// shard is the shard selector the server says it applied.
+	shard string
 }
 
 // decodeList reads one list response and calls fn for each item. Items of
@@ -117,6 +133,9 @@ func decodeList(r io.Reader, fn func(*unstructured.Unstructured) error) (listHea
 			var m metav1.ListMeta
 			err = dec.Decode(&m)
 			h.cont = m.Continue
+			if m.ShardInfo != nil {
+				h.shard = m.ShardInfo.Selector
+			}
 		case "items":
 			err = decodeItems(dec, h, fn)
 		default:

@@ -65,7 +65,7 @@ func TestEachPages(t *testing.T) {
 	}
 	var got []string
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	kind, err := lister.Each(t.Context(), gvr, "paging", metav1.ListOptions{LabelSelector: "paging=yes"}, 7,
+	listed, err := lister.Each(t.Context(), gvr, "paging", metav1.ListOptions{LabelSelector: "paging=yes"}, 7,
 		func(u *unstructured.Unstructured) error {
 			// The API server leaves kind out of a built-in list's items.
 			if u.GetKind() != "ConfigMap" || u.GetAPIVersion() != "v1" {
@@ -77,8 +77,8 @@ func TestEachPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if kind != "ConfigMap" {
-		t.Errorf("kind = %q, want ConfigMap", kind)
+	if listed.Kind != "ConfigMap" || listed.Sharded {
+		t.Errorf("listed %+v, want kind ConfigMap, not sharded", listed)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("listed (-want +got):\n%s", diff)

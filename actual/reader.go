@@ -39,32 +39,41 @@ func (r *Reader) Kind(gvr schema.GroupVersionResource) (string, error) {
 	return "", fmt.Errorf("discovery lists no %s in %s", gvr.Resource, gvr.GroupVersion())
 }
 
-// Parents calls fn for every object of gvr in namespaces (none: all), and
-// returns the kind of the objects, which the API server names even when
-// there are none.
-func (r *Reader) Parents(ctx context.Context, gvr schema.GroupVersionResource, namespaces []string, fn func(*unstructured.Unstructured) error) (string, error) {
-	return r.each(ctx, gvr, namespaces, metav1.ListOptions{}, fn)
+// Scope is where a LIST looks.
+type Scope struct {
+	// Namespaces are LISTed one by one; none: all namespaces at once.
+	Namespaces []string
+	// ShardSelector, when set, asks the API server for the objects of
+	// some namespace hash ranges only (a server without sharded LISTs
+	// ignores it: see Listed.Sharded).
+	ShardSelector string
 }
 
-// Children calls fn for every object of gvr in namespaces (none: all) that
-// selector selects: the children of one watched resource.
-func (r *Reader) Children(ctx context.Context, gvr schema.GroupVersionResource, namespaces []string, selector string,
-	fn func(*unstructured.Unstructured) error) error {
-	_, err := r.each(ctx, gvr, namespaces, metav1.ListOptions{LabelSelector: selector}, fn)
-	return err
+// Parents calls fn for every object of gvr in scope.
+func (r *Reader) Parents(ctx context.Context, gvr schema.GroupVersionResource, scope Scope, fn func(*unstructured.Unstructured) error) (Listed, error) {
+	return r.each(ctx, gvr, scope, metav1.ListOptions{ShardSelector: scope.ShardSelector}, fn)
 }
 
-func (r *Reader) each(ctx context.Context, gvr schema.GroupVersionResource, namespaces []string, opts metav1.ListOptions, fn func(*unstructured.Unstructured) error) (string, error) {
-	if len(namespaces) == 0 {
+// Children calls fn for every object of gvr in scope that selector
+// selects: the children of one watched resource.
+func (r *Reader) Children(ctx context.Context, gvr schema.GroupVersionResource, scope Scope, selector string,
+	fn func(*unstructured.Unstructured) error) (Listed, error) {
+	return r.each(ctx, gvr, scope, metav1.ListOptions{LabelSelector: selector, ShardSelector: scope.ShardSelector}, fn)
+}
+
+// each LISTs gvr in every namespace of scope; the kind is the last
+// LIST's, and the result Sharded when every LIST was.
+func (r *Reader) each(ctx context.Context, gvr schema.GroupVersionResource, scope Scope, opts metav1.ListOptions, fn func(*unstructured.Unstructured) error) (Listed, error) {
+	if len(scope.Namespaces) == 0 {
 		return r.lister.Each(ctx, gvr, metav1.NamespaceAll, opts, r.pageSize, fn)
 	}
-	var kind string
-	for _, ns := range namespaces {
-		k, err := r.lister.Each(ctx, gvr, ns, opts, r.pageSize, fn)
+	out := Listed{Sharded: opts.ShardSelector != ""}
+	for _, ns := range scope.Namespaces {
+		l, err := r.lister.Each(ctx, gvr, ns, opts, r.pageSize, fn)
 		if err != nil {
-			return "", err
+			return Listed{}, err
 		}
-		kind = k
+		out.Kind, out.Sharded = l.Kind, out.Sharded && l.Sharded
 	}
-	return kind, nil
+	return out, nil
 }

@@ -41,7 +41,11 @@ type Config struct {
 	// Apply bounds the writes.
 	Apply Apply `mapstructure:"apply"`
 	// LeaderElection lets several replicas run with one of them writing.
+	// Its namespace, Lease name and durations are also the ring's when
+	// Sharding is enabled.
 	LeaderElection LeaderElection `mapstructure:"leaderElection"`
+	// Sharding lets several replicas split the work.
+	Sharding Sharding `mapstructure:"sharding"`
 	// Metrics is where and how /metrics is served.
 	Metrics Metrics `mapstructure:"metrics"`
 	// Health is where /healthz and /readyz are served.
@@ -146,6 +150,35 @@ type LeaderElection struct {
 	// RetryPeriod is the time between attempts to acquire or renew.
 	RetryPeriod time.Duration `mapstructure:"retryPeriod"`
 }
+
+// Sharding lets replicas share the work: each holds a Lease of its own,
+// named leaderElection.leaseName + "-" + the identity, in
+// leaderElection.namespace, and the replicas split each cluster's
+// namespaces between them by a hash of the name.
+type Sharding struct {
+	// Enabled turns sharding on; leaderElection.enabled must then be
+	// false.
+	Enabled bool `mapstructure:"enabled"`
+	// Identity is the replica's name in the ring, unique among the
+	// replicas; empty: $POD_NAME, else the host name.
+	Identity string `mapstructure:"identity"`
+	// ServerSelector says whether LISTs ask the API server to filter by
+	// the replica's ranges (the shardSelector of ListOptions); resyncd
+	// filters locally in any case.
+	ServerSelector ServerSelector `mapstructure:"serverSelector"`
+}
+
+// ServerSelector says whether the API server is asked to filter LISTs.
+type ServerSelector string
+
+const (
+	// ServerSelectorAuto sends the shardSelector; a server that does not
+	// answer it (the gate ShardedListAndWatch off, or older than 1.36)
+	// returns every object, which resyncd then filters itself.
+	ServerSelectorAuto ServerSelector = "auto"
+	// ServerSelectorOff never sends it.
+	ServerSelectorOff ServerSelector = "off"
+)
 
 // Endpoint is an HTTP listen address.
 type Endpoint struct {
@@ -346,10 +379,11 @@ func Default() Config {
 			RenewDeadline: 10 * time.Second,
 			RetryPeriod:   2 * time.Second,
 		},
-		Metrics: Metrics{Address: ":8080"},
-		Health:  Endpoint{Address: ":8081"},
-		Log:     Log{Level: "info", Format: "json"},
-		CEL:     CEL{MaxEstimatedCost: 100_000_000, CostBudget: 1_000_000},
+		Sharding: Sharding{ServerSelector: ServerSelectorAuto},
+		Metrics:  Metrics{Address: ":8080"},
+		Health:   Endpoint{Address: ":8081"},
+		Log:      Log{Level: "info", Format: "json"},
+		CEL:      CEL{MaxEstimatedCost: 100_000_000, CostBudget: 1_000_000},
 	}
 }
 

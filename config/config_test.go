@@ -29,10 +29,11 @@ func TestLoadGood(t *testing.T) {
 		Apply:        Apply{Concurrency: 4, BatchSize: 20, QPS: 25.5, Burst: 40, MaxWritesPerPass: 500},
 		LeaderElection: LeaderElection{Enabled: true, Namespace: "ops", LeaseName: "resyncd-test",
 			LeaseDuration: 20 * time.Second, RenewDeadline: 15 * time.Second, RetryPeriod: 3 * time.Second},
-		Metrics: Metrics{Address: "127.0.0.1:9090"},
-		Health:  Endpoint{Address: ":9091"},
-		Log:     Log{Level: "debug", Format: "console"},
-		CEL:     CEL{MaxEstimatedCost: 100_000_000, CostBudget: 1_000_000},
+		Sharding: Sharding{ServerSelector: ServerSelectorAuto},
+		Metrics:  Metrics{Address: "127.0.0.1:9090"},
+		Health:   Endpoint{Address: ":9091"},
+		Log:      Log{Level: "debug", Format: "console"},
+		CEL:      CEL{MaxEstimatedCost: 100_000_000, CostBudget: 1_000_000},
 		Resources: []Resource{
 			{Group: "resyncd.io", Version: "v1alpha1", Resource: "httpservices", Renderer: "httpservice",
 				Interval: time.Minute, Namespaces: []string{"shop", "blog"}, LabelSelector: "tier in (web, api)",
@@ -192,6 +193,11 @@ func TestLoadBadConfigs(t *testing.T) {
 			`:9: clusters[2].kubeconfig: kubeconfigs/empty.yaml has no current context; set its current-context, or clusters[2].context`,
 			`:10: clusters[3]: has no name`,
 			`:12: resources[0].clusters[1]: unknown cluster "north"; clusters: east`,
+		},
+		"invalid-sharding.yaml": {
+			`:5: sharding.enabled: and leaderElection.enabled are both true: with sharding every replica writes its share through a Lease of its own; set leaderElection.enabled to false (its namespace, leaseName and durations stay the ring's)`,
+			`:6: sharding.identity: "Replica_1" makes no Lease name after leaderElection.leaseName (lower-case letters, digits, '-' and '.')`,
+			`:7: sharding.serverSelector: "always" is not one of auto, off`,
 		},
 		"invalid-kubeconfigs.yaml": {
 			`:5: clusters[1].kubeconfig: kubeconfigs/east.yaml reaches the API server https://east.example:6443, as clusters[0] (east) does: every child would be written twice; remove one of the two entries, or point it at another cluster`,

@@ -39,7 +39,8 @@ func validate(c *Config, ps *problems, renderers []string) {
 	oneOf(ps, "driftCheck", string(c.DriftCheck), string(DriftCheckLocal), string(DriftCheckServer))
 	validateApply(ps, "apply", c.Apply)
 	clusters := validateClusters(ps, c)
-	validateLeaderElection(ps, c.LeaderElection)
+	validateLeaderElection(ps, c.LeaderElection, c.Sharding.Enabled)
+	validateSharding(ps, c.Sharding, c.LeaderElection)
 	address(ps, "metrics.address", c.Metrics.Address)
 	if (c.Metrics.CertFile == "") != (c.Metrics.KeyFile == "") {
 		ps.add("metrics.certFile", "certFile and keyFile go together: set both, or neither for a self-signed certificate")
@@ -237,8 +238,8 @@ func parentKind(ps *problems, r *Resource, pk *ParentKind, read bool) {
 	}
 }
 
-func validateLeaderElection(ps *problems, le LeaderElection) {
-	if !le.Enabled {
+func validateLeaderElection(ps *problems, le LeaderElection, sharding bool) {
+	if !le.Enabled && !sharding {
 		return
 	}
 	namespace(ps, "leaderElection.namespace", le.Namespace)
@@ -254,6 +255,22 @@ func validateLeaderElection(ps *problems, le LeaderElection) {
 	}
 	if le.RetryPeriod <= 0 {
 		ps.add("leaderElection.retryPeriod", "%s must be more than 0", le.RetryPeriod)
+	}
+}
+
+func validateSharding(ps *problems, s Sharding, le LeaderElection) {
+	oneOf(ps, "sharding.serverSelector", string(s.ServerSelector), string(ServerSelectorAuto), string(ServerSelectorOff))
+	if !s.Enabled {
+		return
+	}
+	if le.Enabled {
+		ps.add("sharding.enabled", "and leaderElection.enabled are both true: with sharding every replica writes its share "+
+			"through a Lease of its own; set leaderElection.enabled to false (its namespace, leaseName and durations stay the ring's)")
+	}
+	if s.Identity != "" {
+		if len(validation.IsDNS1123Subdomain(le.LeaseName+"-"+s.Identity)) > 0 {
+			ps.add("sharding.identity", "%q makes no Lease name after leaderElection.leaseName (lower-case letters, digits, '-' and '.')", s.Identity)
+		}
 	}
 }
 

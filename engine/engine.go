@@ -20,6 +20,7 @@ import (
 	"github.com/resyncd/resyncd/actual"
 	"github.com/resyncd/resyncd/config"
 	"github.com/resyncd/resyncd/desired"
+	"github.com/resyncd/resyncd/shard"
 )
 
 // Engine runs passes over the watched resources of a configuration.
@@ -37,6 +38,8 @@ type Engine struct {
 	readOnly  bool
 	// passTimeout is Options.PassTimeout.
 	passTimeout time.Duration
+	// shard is Options.Shard.
+	shard Shard
 	// sched makes the writes of every resource's passes.
 	sched *scheduler
 	// keepFields keeps the owned fields of live children for Report.Drifts.
@@ -74,6 +77,9 @@ type resourceState struct {
 	// parentGVK is the kind of the parents, learnt from the first parent
 	// LISTed, or from the LIST's kind when there is none.
 	parentGVK schema.GroupVersionKind
+	// part is the namespaces the pass in flight works on: shard.Whole()
+	// unless replicas share the work.
+	part shard.Part
 	// keepers keep what the renderer reads of the children of each kind.
 	keepers map[schema.GroupVersionResource]*keeper
 	// externals reads the renderer's external references, nil when it
@@ -141,6 +147,9 @@ type Settings struct {
 	Apply config.Apply
 	// Resources are the watched resources.
 	Resources []config.Resource
+	// ServerSelector asks the API server to filter LISTs by the ranges
+	// of Options.Shard (sharding.serverSelector auto).
+	ServerSelector bool
 }
 
 // SettingsFrom is what a pass uses of c in its first cluster: the only
@@ -155,7 +164,8 @@ func SettingsFrom(c *config.Config) Settings {
 // SettingsFor is what a pass uses of c in the cluster cl: its apply
 // bounds and the resources watched there.
 func SettingsFor(c *config.Config, cl config.Cluster) Settings {
-	return Settings{Cluster: cl.Name, FieldManager: c.FieldManager, PageSize: c.PageSize, DriftCheck: c.DriftCheck, Apply: cl.Apply, Resources: c.ResourcesIn(cl.Name)}
+	return Settings{Cluster: cl.Name, FieldManager: c.FieldManager, PageSize: c.PageSize, DriftCheck: c.DriftCheck, Apply: cl.Apply,
+		Resources: c.ResourcesIn(cl.Name), ServerSelector: c.Sharding.ServerSelector != config.ServerSelectorOff}
 }
 
 // Options are the dependencies of an Engine.
@@ -179,6 +189,9 @@ type Options struct {
 	// KeepFields keeps the fields resyncd owns of every drifted child in
 	// the report, for `resyncd diff`; passes hold only fingerprints otherwise.
 	KeepFields bool
+	// Shard limits the passes to the namespaces this replica owns when
+	// replicas share the work; nil: every namespace.
+	Shard Shard
 	// PassTimeout bounds each pass Run starts: past it no new batch of
 	// writes starts and the requests in flight are cancelled, the pass
 	// fails, and the next starts on schedule. Zero: no bound.
@@ -229,6 +242,7 @@ func newEngine(cfg Settings, reader pageReader, writer objectWriter, opts Option
 		events:      opts.Events,
 		readOnly:    opts.ReadOnly,
 		passTimeout: opts.PassTimeout,
+		shard:       opts.Shard,
 		failing:     map[*resourceState]bool{},
 	}
 	e.sched = newScheduler(cfg.Apply.Concurrency, cfg.Apply.MaxWritesPerPass, e.runJob)
@@ -254,7 +268,7 @@ func newEngine(cfg Settings, reader pageReader, writer objectWriter, opts Option
 		gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
 		rs := &resourceState{
 			cfg: r, cluster: e.cfg.Cluster, name: r.Name(), gvr: gvr, renderer: rd, selector: sel,
-			mem: newMemory(nil), drift: map[childKey]driftRecord{}, now: make(chan struct{}, 1),
+			mem: newMemory(nil), drift: map[childKey]driftRecord{}, now: make(chan struct{}, 1), part: shard.Whole(),
 			keepers: map[schema.GroupVersionResource]*keeper{}, kindOrder: map[schema.GroupVersionResource]int{},
 		}
 		for i, ct := range rd.ChildTypes() {

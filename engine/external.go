@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/resyncd/resyncd/actual"
 	"github.com/resyncd/resyncd/desired"
 )
 
@@ -169,7 +170,7 @@ func (e *Engine) listExternal(ctx context.Context, rs *resourceState, k external
 	}
 	l := &externalList{}
 	rep.ExternalLists++
-	err := e.reader.Children(ctx, t.GVR, namespaces, "", func(u *unstructured.Unstructured) error {
+	_, err := e.reader.Children(ctx, t.GVR, actual.Scope{Namespaces: namespaces}, "", func(u *unstructured.Unstructured) error {
 		ck := childKey{Group: t.GVR.Group, Kind: t.Kind, Namespace: u.GetNamespace(), Name: u.GetName()}
 		l.objects = append(l.objects, externalObject{
 			namespace: ck.Namespace, name: ck.Name, resourceVersion: u.GetResourceVersion(),

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/resyncd/resyncd/actual"
 	"github.com/resyncd/resyncd/config"
 	"github.com/resyncd/resyncd/desired"
 )
@@ -427,20 +428,22 @@ func (r memReader) list(gvr schema.GroupVersionResource, namespaces []string, se
 	return nil
 }
 
-func (r memReader) Parents(_ context.Context, gvr schema.GroupVersionResource, namespaces []string, fn func(*unstructured.Unstructured) error) (string, error) {
+// Parents and Children ignore the scope's shard selector, as an API
+// server without sharded LISTs does.
+func (r memReader) Parents(_ context.Context, gvr schema.GroupVersionResource, scope actual.Scope, fn func(*unstructured.Unstructured) error) (actual.Listed, error) {
 	kind, err := r.Kind(gvr)
 	if err != nil {
-		return "", err
+		return actual.Listed{}, err
 	}
-	return kind, r.list(gvr, namespaces, labels.Everything(), fn)
+	return actual.Listed{Kind: kind}, r.list(gvr, scope.Namespaces, labels.Everything(), fn)
 }
 
-func (r memReader) Children(_ context.Context, gvr schema.GroupVersionResource, namespaces []string, selector string, fn func(*unstructured.Unstructured) error) error {
+func (r memReader) Children(_ context.Context, gvr schema.GroupVersionResource, scope actual.Scope, selector string, fn func(*unstructured.Unstructured) error) (actual.Listed, error) {
 	sel, err := labels.Parse(selector)
 	if err != nil {
-		return err
+		return actual.Listed{}, err
 	}
-	return r.list(gvr, namespaces, sel, fn)
+	return actual.Listed{}, r.list(gvr, scope.Namespaces, sel, fn)
 }
 
 func (r memReader) Kind(gvr schema.GroupVersionResource) (string, error) {
@@ -465,9 +468,16 @@ var memEpoch = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 // newMemPass returns the engine of cfg on a memWriter with nothing stored.
 func newMemPass(t *testing.T, cfg *config.Config) *memPass {
 	t.Helper()
-	p := &memPass{t: t, w: newMemWriter(cfg.FieldManager), now: memEpoch}
+	return newMemPassOn(t, cfg, newMemWriter(cfg.FieldManager), nil)
+}
+
+// newMemPassOn returns the engine of cfg, limited to shard s when it is
+// not nil, on w.
+func newMemPassOn(t *testing.T, cfg *config.Config, w *memWriter, s Shard) *memPass {
+	t.Helper()
+	p := &memPass{t: t, w: w, now: memEpoch}
 	r := memReader{w: p.w, kinds: map[schema.GroupVersionResource]string{httpServices: "HttpService"}}
-	e, err := newEngine(SettingsFrom(cfg), r, p.w, Options{Renderers: desired.DefaultRegistry(),
+	e, err := newEngine(SettingsFrom(cfg), r, p.w, Options{Renderers: desired.DefaultRegistry(), Shard: s,
 		Log: zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel)), Now: func() time.Time { return p.now }})
 	if err != nil {
 		t.Fatal(err)

@@ -33,8 +33,15 @@ func (e *Engine) SyncResource(ctx context.Context, i int) (ResourceReport, error
 }
 
 func (e *Engine) pass(ctx context.Context, rs *resourceState, rep *ResourceReport) error {
+	defer e.acquire(rs)()
 	rs.begin()
 	defer rs.end()
+	if _, any := e.parentScope(rs); !any {
+		// Another replica's work, all of it: nothing is read or written,
+		// and nothing kept of what the pass before held.
+		e.sched.arrive()
+		return nil
+	}
 	jobs, err := e.planPass(ctx, rs, rep)
 	if err != nil || e.readOnly {
 		e.sched.arrive()

@@ -53,9 +53,12 @@ func (e *Engine) readChildren(ctx context.Context, rs *resourceState) (map[child
 		if wide && ct.ClusterScoped && !rs.cfg.ClusterScopedChildren {
 			continue // never written, so there is nothing of it to read
 		}
-		err := e.reader.Children(ctx, ct.GVR, namespaces, selector, func(u *unstructured.Unstructured) error {
+		_, err := e.reader.Children(ctx, ct.GVR, e.childScope(rs, namespaces, wide), selector, func(u *unstructured.Unstructured) error {
 			if wide && !rs.watches(u) {
 				return nil // the child of a parent another entry watches
+			}
+			if !rs.owns(u) {
+				return nil // another replica's
 			}
 			c, err := e.owner.reduceChild(u, ct.GVR, e.keepFields, e.cfg.DriftCheck == config.DriftCheckServer, rs.mem.memo, rs.next.memo)
 			if err != nil {
@@ -138,7 +141,12 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 		}
 	}
 	var jobs []*job
-	kind, err := e.reader.Parents(ctx, rs.gvr, rs.cfg.Namespaces, func(p *unstructured.Unstructured) error {
+	scope, _ := e.parentScope(rs)
+	listed, err := e.reader.Parents(ctx, rs.gvr, scope, func(p *unstructured.Unstructured) error {
+		if !rs.owns(p) {
+			rep.Foreign++ // the server ignored the shard selector, or none was sent
+			return nil
+		}
 		known[p.GetUID()] = true
 		names[p.GetNamespace()+"/"+p.GetName()] = true
 		if rs.parentGVK.Kind == "" {
@@ -185,11 +193,12 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 		}
 		return nil
 	})
-	if kind != "" {
+	if listed.Kind != "" {
 		// Children name their parent by kind, known from the LIST even
 		// when no parent is left.
-		rs.parentGVK = rs.gvr.GroupVersion().WithKind(kind)
+		rs.parentGVK = rs.gvr.GroupVersion().WithKind(listed.Kind)
 	}
+	rep.Sharded = listed.Sharded
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("%s is not served by the API server (its CustomResourceDefinition removed?): %w", rs.name, err)
 	}

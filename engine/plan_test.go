@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/resyncd/resyncd/actual"
 	"github.com/resyncd/resyncd/desired"
 	"github.com/resyncd/resyncd/internal/fixture"
 )
@@ -24,28 +25,28 @@ type memPages struct {
 	objects map[string][]*unstructured.Unstructured // by resource
 }
 
-func (m memPages) Parents(_ context.Context, gvr schema.GroupVersionResource, _ []string, fn func(*unstructured.Unstructured) error) (string, error) {
+func (m memPages) Parents(_ context.Context, gvr schema.GroupVersionResource, _ actual.Scope, fn func(*unstructured.Unstructured) error) (actual.Listed, error) {
 	for _, p := range m.objects[gvr.Resource] {
 		if err := fn(p.DeepCopy()); err != nil {
-			return "", err
+			return actual.Listed{}, err
 		}
 	}
-	return "HttpService", nil
+	return actual.Listed{Kind: "HttpService"}, nil
 }
 
-func (m memPages) Children(_ context.Context, gvr schema.GroupVersionResource, _ []string, selector string, fn func(*unstructured.Unstructured) error) error {
+func (m memPages) Children(_ context.Context, gvr schema.GroupVersionResource, _ actual.Scope, selector string, fn func(*unstructured.Unstructured) error) (actual.Listed, error) {
 	sel, err := labels.Parse(selector)
 	if err != nil {
-		return err
+		return actual.Listed{}, err
 	}
 	for _, c := range m.objects[gvr.Resource] {
 		if sel.Matches(labels.Set(c.GetLabels())) {
 			if err := fn(c.DeepCopy()); err != nil {
-				return err
+				return actual.Listed{}, err
 			}
 		}
 	}
-	return nil
+	return actual.Listed{}, nil
 }
 
 func (m memPages) Kind(schema.GroupVersionResource) (string, error) { return "HttpService", nil }

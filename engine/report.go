@@ -46,6 +46,13 @@ type ResourceReport struct {
 	Transient int
 	// Stalled counts the parents blocked by a permanent error.
 	Stalled int
+	// Foreign counts the parents LISTed that are another replica's, and
+	// were skipped: the API server ignored the shard selector, or none
+	// was sent (sharding.serverSelector off).
+	Foreign int
+	// Sharded is whether the API server filtered the parents' LIST by
+	// the replica's namespace ranges.
+	Sharded bool
 	// ExternalLists counts the LISTs of external references' kinds: one
 	// per kind and namespace the pass's parents read.
 	ExternalLists int

@@ -39,6 +39,10 @@ type Options struct {
 	AfterStop func()
 }
 
+// ShardedListGate is the kube-apiserver feature gate of sharded LISTs
+// (ListOptions.shardSelector), on in every control plane Start makes.
+const ShardedListGate = "ShardedListAndWatch"
+
 // Env is a running control plane.
 type Env struct {
 	// Config authenticates as a member of system:masters.
@@ -89,6 +93,9 @@ func Start(opts Options) (*Env, error) {
 	apiServer := te.ControlPlane.GetAPIServer()
 	args := apiServer.Configure()
 	args.Set("service-cluster-ip-range", ServiceCIDR)
+	// Sharded LISTs (alpha in 1.36 and 1.37), which replicas that share
+	// the work ask for; APIServerArgs["feature-gates"] replaces it.
+	args.Set("feature-gates", ShardedListGate+"=true")
 	for k, v := range opts.APIServerArgs {
 		args.Set(k, v)
 	}
