@@ -17,6 +17,8 @@ type Metrics struct {
 	deferred       *prometheus.GaugeVec
 	falsePositives *prometheus.CounterVec
 	isLeader       prometheus.Gauge
+	shardMembers   prometheus.Gauge
+	shardOwned     *prometheus.GaugeVec
 	clusterUp      *prometheus.GaugeVec
 	clusterSuccess *prometheus.GaugeVec
 }
@@ -63,9 +65,24 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "resyncd_cluster_last_successful_pass_timestamp_seconds", Help: "Unix time of the last pass in the cluster that finished without error.",
 		}, []string{"cluster"}),
 	}
+	m.shardMembers = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "resyncd_shard_members", Help: "Replicas this replica sees in its ring (sharding); 0 without sharding.",
+	})
+	m.shardOwned = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "resyncd_shard_owned", Help: "Share, 0 to 1, of the cluster's namespace slots this replica owns (sharding).",
+	}, []string{"cluster"})
 	reg.MustRegister(m.passes, m.passDuration, m.lastSuccess, m.managed, m.drift, m.applies,
-		m.applyDuration, m.deferred, m.falsePositives, m.isLeader, m.clusterUp, m.clusterSuccess)
+		m.applyDuration, m.deferred, m.falsePositives, m.isLeader, m.clusterUp, m.clusterSuccess, m.shardMembers, m.shardOwned)
 	return m
+}
+
+// SetShard records the replicas of the ring and the share of each
+// cluster this replica owns.
+func (m *Metrics) SetShard(members int, owned map[string]float64) {
+	m.shardMembers.Set(float64(members))
+	for c, f := range owned {
+		m.shardOwned.WithLabelValues(c).Set(f)
+	}
 }
 
 // SetLeader records whether this process leads.

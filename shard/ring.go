@@ -107,6 +107,7 @@ type Ring struct {
 	// only slots within them may be taken after a LIST.
 	published map[string][]Range
 	busy      map[string]map[int]Part // by cluster, the parts of passes in flight
+	grouped   map[string]bool         // the clusters whose group this replica is in
 	nextBusy  int
 	changed   chan struct{}
 }
@@ -183,7 +184,7 @@ func (r *Ring) Held() map[string]Part {
 func (r *Ring) Wants(cluster string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.held[cluster]|r.pending[cluster] != 0 || len(r.busy[cluster]) > 0
+	return r.grouped[cluster] || r.held[cluster]|r.pending[cluster] != 0 || len(r.busy[cluster]) > 0
 }
 
 // Acquire returns the part of cluster a pass may work on, and the
@@ -470,9 +471,11 @@ func (r *Ring) follow(ctx context.Context) (bool, error) {
 	clusters := slices.Concat(r.clusters, slices.Collect(maps.Keys(r.held)), slices.Collect(maps.Keys(r.pending)))
 	before := maps.Clone(r.held)
 	unwritten := false
+	r.grouped = map[string]bool{}
 	for _, c := range slices.Compact(slices.Sorted(slices.Values(clusters))) {
 		group := groups[c]
 		mine := slices.Contains(group, r.opt.Identity)
+		r.grouped[c] = mine
 		layout, want := Layout{}, Set(0)
 		switch {
 		case whole:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/resyncd/resyncd/config"
 	"github.com/resyncd/resyncd/engine"
+	"github.com/resyncd/resyncd/shard"
 )
 
 func metaName(namespace, name string) metav1.ObjectMeta {
@@ -28,7 +29,29 @@ type health struct {
 	mu       sync.Mutex
 	leading  bool
 	listed   bool
+	ring     *ringStatus
 	clusters []*clusterStatus
+}
+
+// ringStatus is what /statusz says of the ring of replicas sharing the
+// work.
+type ringStatus struct {
+	Identity string   `json:"identity"`
+	Lease    string   `json:"lease"`
+	Members  []string `json:"members"`
+}
+
+// shardStatus is what /statusz says of this replica's share of a cluster.
+type shardStatus struct {
+	// Slots this replica holds, of the cluster's.
+	Slots int `json:"slots"`
+	Of    int `json:"of"`
+	// Ranges are the namespace hash ranges held ("none").
+	Ranges string `json:"ranges"`
+	// ServerSelector: whether the last passes' LISTs were filtered by the
+	// API server ("server"), or by resyncd ("local": the server does not
+	// answer shardSelector, or sharding.serverSelector is off).
+	ServerSelector string `json:"serverSelector,omitempty"`
 }
 
 // clusterStatus is what /statusz says of one cluster.
@@ -41,9 +64,11 @@ type clusterStatus struct {
 	Up bool `json:"up"`
 	// Error is why the cluster could not be reached or prepared, before
 	// any pass.
-	Error              string            `json:"error,omitempty"`
-	LastSuccessfulPass *time.Time        `json:"lastSuccessfulPass,omitempty"`
-	Resources          []*resourceStatus `json:"resources"`
+	Error              string     `json:"error,omitempty"`
+	LastSuccessfulPass *time.Time `json:"lastSuccessfulPass,omitempty"`
+	// Shard is this replica's share of the cluster; nil without sharding.
+	Shard     *shardStatus      `json:"shard,omitempty"`
+	Resources []*resourceStatus `json:"resources"`
 }
 
 // resourceStatus is what /statusz says of one resource in one cluster.
@@ -59,6 +84,8 @@ type resourceStatus struct {
 	Failed   int    `json:"failed"`
 	Stalled  int    `json:"stalled"`
 	Deferred int    `json:"deferred"`
+	// Foreign are the parents LISTed that are another replica's.
+	Foreign int `json:"foreign,omitempty"`
 	// Down is why the resource has no pass (its CRD was refused).
 	Down   string `json:"down,omitempty"`
 	done   bool
@@ -96,6 +123,13 @@ func (h *health) record(c, i int, rep engine.ResourceReport, err error) {
 	}
 	rs.Parents, rs.Drifted, rs.Failed, rs.Stalled, rs.Deferred = rep.Parents, rep.Drifted+rep.Missing+rep.Orphaned, rep.Failed, rep.Stalled, rep.Deferred
 	rs.Written = rep.Created + rep.Updated + rep.Deleted + rep.Released + rep.Statuses
+	rs.Foreign = rep.Foreign
+	if cs.Shard != nil && rep.Parents+rep.Foreign > 0 {
+		cs.Shard.ServerSelector = "local"
+		if rep.Sharded {
+			cs.Shard.ServerSelector = "server"
+		}
+	}
 	cs.Error, cs.Up = "", true
 	for _, r := range cs.Resources {
 		cs.Up = cs.Up && !r.failed
@@ -134,6 +168,35 @@ func (h *health) reached(c int, server string) {
 	h.clusters[c].Server, h.clusters[c].Error = server, ""
 	for _, rs := range h.clusters[c].Resources {
 		rs.Down = "" // made ready again: down anew, or not
+	}
+}
+
+// setRing records this replica's place in the ring.
+func (h *health) setRing(identity, lease string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ring = &ringStatus{Identity: identity, Lease: lease, Members: []string{}}
+}
+
+// setMembers records the ring's live replicas.
+func (h *health) setMembers(members []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ring.Members = members
+}
+
+// setShard records this replica's share of the cluster named cluster.
+func (h *health) setShard(cluster string, p shard.Part) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, cs := range h.clusters {
+		if cs.Name != cluster {
+			continue
+		}
+		if cs.Shard == nil {
+			cs.Shard = &shardStatus{}
+		}
+		cs.Shard.Slots, cs.Shard.Of, cs.Shard.Ranges = p.Slots.Len(), p.Layout.Slots(), p.String()
 	}
 }
 
@@ -177,8 +240,9 @@ func (h *health) status() ([]byte, error) {
 	defer h.mu.Unlock()
 	return json.MarshalIndent(struct {
 		Leading  bool             `json:"leading"`
+		Ring     *ringStatus      `json:"ring,omitempty"`
 		Clusters []*clusterStatus `json:"clusters"`
-	}{h.leading, h.clusters}, "", "  ")
+	}{h.leading, h.ring, h.clusters}, "", "  ")
 }
 
 func (h *health) handler() http.Handler {

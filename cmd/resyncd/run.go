@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -34,6 +35,7 @@ import (
 
 	"github.com/resyncd/resyncd/config"
 	"github.com/resyncd/resyncd/engine"
+	"github.com/resyncd/resyncd/shard"
 )
 
 // shutdownTimeout bounds how long the HTTP servers drain on exit.
@@ -70,6 +72,12 @@ type daemon struct {
 	passNow chan os.Signal
 	// passTimeout bounds each pass.
 	passTimeout time.Duration
+	// ring is this replica's place among those that share the work; nil
+	// unless sharding is enabled.
+	ring *shard.Ring
+	// connected holds the kubernetes.Interface of each cluster, by name,
+	// while its passes run.
+	connected sync.Map
 }
 
 func runDaemon(ctx context.Context, g *globals) error {
@@ -123,16 +131,20 @@ func newRegistry() (*prometheus.Registry, *engine.Metrics) {
 	return reg, engine.NewMetrics(reg)
 }
 
-// lead runs the passes, under leader election when it is enabled.
+// lead runs the passes: of the replica's share of the work when sharding
+// is enabled, under leader election when that is, else of everything.
 func (d *daemon) lead(ctx context.Context) error {
 	le := d.cfg.LeaderElection
+	if d.cfg.Sharding.Enabled {
+		return d.share(ctx)
+	}
 	if !le.Enabled {
 		d.metrics.SetLeader(true)
 		d.health.setLeading(true)
 		return d.passes(ctx)
 	}
 	d.metrics.SetLeader(false)
-	if err := d.checkLease(ctx); err != nil {
+	if err := d.checkLease(ctx, le.LeaseName); err != nil {
 		return exitWith(1, err)
 	}
 	host, _ := os.Hostname()
@@ -270,20 +282,20 @@ func (t *term) result() error {
 	}
 }
 
-// checkLease makes sure, with a dry-run create, that the Lease can be made
-// where the configuration says: a missing namespace or a missing
-// permission would otherwise show only as client-go's retries, forever.
-// Other errors are left to the elector, which retries them.
-func (d *daemon) checkLease(ctx context.Context) error {
+// checkLease makes sure, with a dry-run create, that the Lease name can be
+// made where the configuration says: a missing namespace or a missing
+// permission would otherwise show only as retries, forever. Other errors
+// are left to the elector or the ring, which retry them.
+func (d *daemon) checkLease(ctx context.Context, name string) error {
 	le := d.cfg.LeaderElection
-	lease := &coordinationv1.Lease{ObjectMeta: metaName(le.Namespace, le.LeaseName)}
+	lease := &coordinationv1.Lease{ObjectMeta: metaName(le.Namespace, name)}
 	_, err := d.home.kube.CoordinationV1().Leases(le.Namespace).Create(ctx, lease, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	where := d.cfg.Where("leaderElection.namespace")
 	switch {
 	case apierrors.IsNotFound(err):
 		return fmt.Errorf("%s: leaderElection.namespace: namespace %q does not exist; create it, or name the namespace resyncd runs in", where, le.Namespace)
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("%s: leaderElection: resyncd may not create the Lease %s/%s: %w", where, le.Namespace, le.LeaseName, err)
+		return fmt.Errorf("%s: leaderElection: resyncd may not create the Lease %s/%s: %w", where, le.Namespace, name, err)
 	}
 	return nil
 }
@@ -299,11 +311,26 @@ func (d *daemon) passes(ctx context.Context) error {
 	var mu sync.Mutex
 	// By cluster: a cluster whose passes restart replaces its engine.
 	engines := make([]*engine.Engine, len(d.targets))
+	var rebalanced <-chan struct{}
+	view := &ringView{}
+	if d.ring != nil {
+		rebalanced = d.ring.Changed()
+	}
 	go func() {
 		for {
 			select {
 			case <-ctx.Done():
 				return
+			case <-rebalanced:
+				// Work taken over is repaired now, not an interval later.
+				gained := d.updateRing(view)
+				mu.Lock()
+				for i, t := range d.targets {
+					if engines[i] != nil && slices.Contains(gained, t.cfg.Name) {
+						engines[i].PassNow()
+					}
+				}
+				mu.Unlock()
 			case <-d.passNow:
 				d.log.Info("Pass requested", zap.String("signal", "SIGUSR1"))
 				mu.Lock()
@@ -413,9 +440,15 @@ func (d *daemon) runCluster(ctx context.Context, c int, t *target, started func(
 	rec, stop := newRecorder(runCtx, t.cl.kube)
 	defer stop()
 	settings, index := t.settings(d.cfg)
+	var part engine.Shard
+	if d.ring != nil {
+		part = d.ring
+	}
+	d.connected.Store(t.cfg.Name, t.cl.kube)
+	defer d.connected.Delete(t.cfg.Name)
 	eng, err := engine.New(settings, engine.Options{
 		REST: t.cl.rest, Renderers: t.renderers, Metrics: d.metrics,
-		Log: d.log, Events: rec, PassTimeout: d.passTimeout,
+		Log: d.log, Events: rec, PassTimeout: d.passTimeout, Shard: part,
 	})
 	if err != nil {
 		d.health.unreachable(c, err)

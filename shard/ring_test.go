@@ -1,0 +1,192 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// replica is one Ring of a test, running until stopped.
+type replica struct {
+	ring *Ring
+	stop context.CancelFunc
+	done chan error
+}
+
+// ringTest runs Rings on one cluster of namespaces against the API
+// server, and checks, every few milliseconds while it runs, that no two
+// of them hold the same namespace.
+type ringTest struct {
+	t          *testing.T
+	cs         kubernetes.Interface
+	ns         string
+	namespaces []string
+	mu         sync.Mutex
+	replicas   map[string]*replica
+	overlaps   []string
+}
+
+const (
+	testLease, testRenew, testRetry = 3 * time.Second, 2 * time.Second, 200 * time.Millisecond
+)
+
+func newRingTest(t *testing.T, ns string, namespaces int) *ringTest {
+	cs := kubernetes.NewForConfigOrDie(env(t).Config)
+	if _, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rt := &ringTest{t: t, cs: cs, ns: ns, replicas: map[string]*replica{}}
+	for i := range namespaces {
+		rt.namespaces = append(rt.namespaces, fmt.Sprintf("team-%02d", i))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() {
+		for ctx.Err() == nil {
+			rt.checkOverlap()
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	t.Cleanup(func() {
+		rt.mu.Lock()
+		defer rt.mu.Unlock()
+		for _, r := range rt.replicas {
+			r.stop()
+			<-r.done
+		}
+	})
+	return rt
+}
+
+func (rt *ringTest) start(id string) {
+	rt.t.Helper()
+	ring := New(Options{
+		Leases: rt.cs.CoordinationV1(), Namespace: rt.ns, Name: "ring", Identity: id,
+		LeaseDuration: testLease, RenewDeadline: testRenew, RetryPeriod: testRetry,
+		Namespaces: func(context.Context, string) ([]string, error) { return rt.namespaces, nil },
+		Log:        zaptest.NewLogger(rt.t).Named(id),
+	})
+	ring.SetClusters([]string{"east"})
+	ctx, stop := context.WithCancel(context.Background())
+	r := &replica{ring: ring, stop: stop, done: make(chan error, 1)}
+	go func() { r.done <- ring.Run(ctx) }()
+	rt.mu.Lock()
+	rt.replicas[id] = r
+	rt.mu.Unlock()
+}
+
+// kill stops a replica as SIGKILL would: its Lease stays, unrenewed.
+func (rt *ringTest) kill(id string) {
+	rt.mu.Lock()
+	r := rt.replicas[id]
+	delete(rt.replicas, id)
+	rt.mu.Unlock()
+	r.stop()
+	<-r.done
+}
+
+// owners maps each namespace to the replicas that hold it.
+func (rt *ringTest) owners() map[string][]string {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	out := map[string][]string{}
+	for id, r := range rt.replicas {
+		p := r.ring.Held()["east"]
+		for _, ns := range rt.namespaces {
+			if p.Slots != 0 && p.Has(ns) {
+				out[ns] = append(out[ns], id)
+			}
+		}
+	}
+	return out
+}
+
+func (rt *ringTest) checkOverlap() {
+	for ns, ids := range rt.owners() {
+		if len(ids) > 1 {
+			rt.mu.Lock()
+			rt.overlaps = append(rt.overlaps, fmt.Sprintf("%s held by %v", ns, ids))
+			rt.mu.Unlock()
+		}
+	}
+}
+
+// settled waits until every namespace has one owner among members and
+// returns the owners.
+func (rt *ringTest) settled(members int) map[string]string {
+	rt.t.Helper()
+	deadline := time.Now().Add(4*testLease + 10*time.Second)
+	for time.Now().Before(deadline) {
+		owners := rt.owners()
+		out := map[string]string{}
+		distinct := map[string]bool{}
+		for _, ns := range rt.namespaces {
+			if len(owners[ns]) == 1 {
+				out[ns] = owners[ns][0]
+				distinct[out[ns]] = true
+			}
+		}
+		if len(out) == len(rt.namespaces) && len(distinct) == members {
+			return out
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	rt.t.Fatalf("not settled on %d members: %v", members, rt.owners())
+	return nil
+}
+
+// TestRingHandsOver: three replicas split 30 namespaces; one killed, the
+// two others take its namespaces once its Lease expired, and keep nearly
+// all of theirs; a replacement and a fourth join, and the fourth takes
+// about a quarter. At no moment do two replicas hold one namespace.
+func TestRingHandsOver(t *testing.T) {
+	rt := newRingTest(t, "ring-handover", 30)
+	for _, id := range []string{"r1", "r2", "r3"} {
+		rt.start(id)
+	}
+	three := rt.settled(3)
+	killed := time.Now()
+	rt.kill("r2")
+	two := rt.settled(2)
+	t.Logf("r2 killed: its namespaces held by the others after %s", time.Since(killed).Round(time.Millisecond))
+	if took := time.Since(killed); took < testLease-testRetry {
+		t.Errorf("r2's namespaces taken %s after its kill, before its Lease (%s) expired", took, testLease)
+	}
+	// Maglev's spread keeps most of what the living held, not all.
+	kept := 0
+	for ns, o := range three {
+		if o != "r2" && two[ns] != o {
+			kept++
+			t.Logf("%s moved from %s to %s although %s lives", ns, o, two[ns], o)
+		}
+	}
+	if frac := float64(kept) / float64(len(rt.namespaces)); frac > 0.10 {
+		t.Errorf("%d of %d namespaces of the living replicas moved when r2 died, want at most a tenth", kept, len(rt.namespaces))
+	}
+	rt.start("r2") // its Lease still names the killed process: taken once expired
+	three = rt.settled(3)
+	rt.start("r4")
+	four := rt.settled(4)
+	moved := 0
+	for ns, o := range three {
+		if four[ns] != o {
+			moved++
+		}
+	}
+	if frac := float64(moved) / float64(len(rt.namespaces)); frac > 0.25+0.10 {
+		t.Errorf("%d of %d namespaces moved when a fourth replica joined (%.2f), want at most 0.35", moved, len(rt.namespaces), frac)
+	}
+	t.Logf("a fourth joined: %d of %d namespaces moved", moved, len(rt.namespaces))
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if len(rt.overlaps) > 0 {
+		t.Errorf("%d moments with a namespace held twice, first: %s", len(rt.overlaps), rt.overlaps[0])
+	}
+}
