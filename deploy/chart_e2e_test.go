@@ -41,15 +41,18 @@ import (
 
 // TestChartEndToEnd installs the chart with the Helm SDK, then runs resyncd
 // in-process as the chart's ServiceAccount, with the configuration from the
-// chart's ConfigMap: it converges HttpServices, takes the Lease, records an
-// Event — and may do nothing the configuration does not need.
+// chart's ConfigMap: it converges HttpServices, takes the Lease of leader
+// election (two replicas, one writer), records an Event — and may do nothing
+// the configuration does not need.
 func TestChartEndToEnd(t *testing.T) {
 	ctx := t.Context()
 	admin := kubernetes.NewForConfigOrDie(env(t).Config)
 	createNamespaces(t, admin, releaseNamespace, "chart-e2e")
 
-	// helm install resyncd deploy/helm/resyncd -n resyncd-system --set replicaCount=2
-	cfg, sa := helmInstall(t, releaseName, releaseNamespace, map[string]any{"replicaCount": 2})
+	// helm install resyncd deploy/helm/resyncd -n resyncd-system \
+	//   --set replicaCount=2 --set config.sharding.enabled=false
+	cfg, sa := helmInstall(t, releaseName, releaseNamespace, map[string]any{"replicaCount": 2,
+		"config": map[string]any{"sharding": map[string]any{"enabled": false}}})
 	if !cfg.LeaderElection.Enabled || cfg.LeaderElection.Namespace != releaseNamespace {
 		t.Errorf("leader election = %+v, want enabled in %s with 2 replicas", cfg.LeaderElection, releaseNamespace)
 	}

@@ -1,18 +1,27 @@
 package deploy_test
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
+
+	"github.com/resyncd/resyncd/internal/fixture"
 )
 
 // rbacOf returns the rules of the release's own ClusterRole (nil when
@@ -506,3 +515,101 @@ func TestChartExternalNamespacesRBAC(t *testing.T) {
 		}
 	}
 }
+
+// TestChartRingRBAC installs the chart with three replicas (the ring) and
+// clusters from Secrets in two namespaces, then acts and asks the API
+// server as the release's ServiceAccount: a replica creates its Lease in
+// the release's namespace, lists the ring's, renews and deletes its own,
+// and gets and lists Secrets in the namespaces config.clusterSecrets names.
+// Every other verb on Leases and Secrets, and every verb on them in any
+// other namespace or across all, is denied (SelfSubjectAccessReview, each
+// verb the API server knows).
+func TestChartRingRBAC(t *testing.T) {
+	ctx := t.Context()
+	admin := kubernetes.NewForConfigOrDie(env(t).Config)
+	createNamespaces(t, admin, "ring-system", "ring-apps", "ring-argocd", "ring-capi", "ring-other")
+	_, sa := helmInstallOnly(t, "ring", "ring-system", map[string]any{"replicaCount": 3, "config": map[string]any{
+		"resources": []any{map[string]any{"group": "resyncd.io", "version": "v1alpha1", "resource": "httpservices", "renderer": "httpservice", "namespaces": []any{"ring-apps"}}},
+		"clusterSecrets": []any{
+			map[string]any{"namespace": "ring-argocd", "labelSelector": "argocd.argoproj.io/secret-type=cluster"},
+			map[string]any{"namespace": "ring-capi", "labelSelector": "cluster.x-k8s.io/cluster-name"},
+		},
+	}})
+	saKube := kubernetes.NewForConfigOrDie(sa)
+	leases := saKube.CoordinationV1().Leases("ring-system")
+
+	// A replica's Lease, as the ring names and labels it.
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "ring-resyncd-ring-resyncd-0", Labels: map[string]string{"resyncd.io/ring": "ring-resyncd"}},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptrTo("ring-resyncd-0"), LeaseDurationSeconds: ptrTo[int32](15), RenewTime: &metav1.MicroTime{Time: time.Now()}},
+	}
+	// The authorizer learns of new Roles from its cache, a moment later.
+	fixture.Eventually(t, "the ring's Role in force", 30*time.Second, func() bool {
+		created, err := leases.Create(ctx, lease, metav1.CreateOptions{})
+		if err == nil {
+			lease = created
+		}
+		return err == nil
+	})
+	ring, err := leases.List(ctx, metav1.ListOptions{LabelSelector: "resyncd.io/ring=ring-resyncd"})
+	if err != nil || len(ring.Items) != 1 {
+		t.Fatalf("list the ring: %v, %d Leases", err, len(ring.Items))
+	}
+	mine, err := leases.Get(ctx, lease.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get its Lease: %v", err)
+	}
+	mine.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	if _, err := leases.Update(ctx, mine, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("renew its Lease: %v", err)
+	}
+	if err := leases.Delete(ctx, lease.Name, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("delete its Lease: %v", err)
+	}
+
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "east", Labels: map[string]string{"argocd.argoproj.io/secret-type": "cluster"}},
+		StringData: map[string]string{"server": "https://east.example.com"}}
+	if _, err := admin.CoreV1().Secrets("ring-argocd").Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Eventually(t, "the Secrets' Roles in force", 30*time.Second, func() bool {
+		_, errA := saKube.CoreV1().Secrets("ring-argocd").Get(ctx, "east", metav1.GetOptions{})
+		_, errC := saKube.CoreV1().Secrets("ring-capi").List(ctx, metav1.ListOptions{LabelSelector: "cluster.x-k8s.io/cluster-name"})
+		return errA == nil && errC == nil
+	})
+	if got, err := saKube.CoreV1().Secrets("ring-argocd").List(ctx, metav1.ListOptions{LabelSelector: "argocd.argoproj.io/secret-type=cluster"}); err != nil || len(got.Items) != 1 {
+		t.Errorf("list the cluster Secrets: %v", err)
+	}
+
+	// What the ServiceAccount may do to Leases and Secrets, by namespace
+	// ("" for all of them at once).
+	got := map[string][]string{}
+	for _, resource := range []string{"leases", "secrets"} {
+		group := map[string]string{"leases": "coordination.k8s.io", "secrets": ""}[resource]
+		for _, ns := range []string{"ring-system", "ring-apps", "ring-argocd", "ring-capi", "ring-other", ""} {
+			for _, verb := range []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"} {
+				review, err := saKube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+					Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+						Namespace: ns, Verb: verb, Group: group, Resource: resource}}}, metav1.CreateOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if review.Status.Allowed {
+					key := fmt.Sprintf("%s in %q", resource, ns)
+					got[key] = append(got[key], verb)
+				}
+			}
+		}
+	}
+	want := map[string][]string{
+		`leases in "ring-system"`:  {"get", "list", "create", "update", "delete"},
+		`secrets in "ring-argocd"`: {"get", "list"},
+		`secrets in "ring-capi"`:   {"get", "list"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("verbs allowed on Leases and Secrets (-want +got):\n%s", diff)
+	}
+}
+
+// ptrTo returns a pointer to v.
+func ptrTo[T any](v T) *T { return &v }

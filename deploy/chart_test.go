@@ -2,11 +2,13 @@ package deploy_test
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -27,7 +29,18 @@ const (
 // golden rendering under testdata/chart.
 var valueSets = map[string]map[string]any{
 	"default": {},
-	"ha":      {"replicaCount": 2},
+	// More than one replica: the ring, its Leases' Role, POD_NAME,
+	// anti-affinity and a PodDisruptionBudget.
+	"ha": {"replicaCount": 2},
+	// More than one replica, one writer: leader election.
+	"ha-leader-election": {"replicaCount": 2, "config": map[string]any{"sharding": map[string]any{"enabled": false}}},
+	// Clusters from Secrets in two namespaces (argocd named twice): one
+	// Role to read Secrets in each.
+	"cluster-secrets": {"replicaCount": 3, "config": map[string]any{"clusterSecrets": []any{
+		map[string]any{"namespace": "argocd", "labelSelector": "argocd.argoproj.io/secret-type=cluster"},
+		map[string]any{"namespace": "capi-system", "labelSelector": "cluster.x-k8s.io/cluster-name"},
+		map[string]any{"namespace": "argocd", "labelSelector": "resyncd.io/cluster=true"},
+	}}},
 	// The second resource renders HttpServices with the graph that
 	// declares them (testdata/graphs), mounted from the values.
 	"second-resource": {
@@ -192,6 +205,13 @@ func TestChartRejectsBadValues(t *testing.T) {
 		{"duration", map[string]any{"config": map[string]any{"resources": []any{
 			map[string]any{"version": "v1", "resource": "widgets", "renderer": "httpservice", "interval": "soon"}}}}, "interval"},
 		{"no resources", map[string]any{"config": map[string]any{"resources": []any{}}}, "resources"},
+		{"server selector", map[string]any{"config": map[string]any{"sharding": map[string]any{"serverSelector": "always"}}}, "serverSelector"},
+		// Every replica would claim the same place in the ring.
+		{"one identity for every replica", map[string]any{"replicaCount": 2, "config": map[string]any{"sharding": map[string]any{"identity": "a"}}}, "identity"},
+		{"ring and leader election", map[string]any{"config": map[string]any{"sharding": map[string]any{"enabled": true}, "leaderElection": map[string]any{"enabled": true}}},
+			"config.sharding.enabled and config.leaderElection.enabled are both true"},
+		{"cluster Secrets without a selector", map[string]any{"config": map[string]any{"clusterSecrets": []any{map[string]any{"namespace": "argocd"}}}}, "labelSelector"},
+		{"cluster Secrets in no namespace", map[string]any{"config": map[string]any{"clusterSecrets": []any{map[string]any{"labelSelector": "a=b"}}}}, "namespace"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -234,5 +254,129 @@ func TestChartGoMemLimit(t *testing.T) {
 		case c.want != "" && (!found || !strings.HasPrefix(strings.TrimSpace(after), c.want)):
 			t.Errorf("%v at %d%%: GOMEMLIMIT %q, want %s", c.limit, c.percent, strings.SplitN(strings.TrimSpace(after), "\n", 2)[0], c.want)
 		}
+	}
+}
+
+// manifestObject returns the object of kind and name in a rendering, nil
+// when there is none.
+func manifestObject(t *testing.T, manifest, kind, name string) map[string]any {
+	t.Helper()
+	for doc := range strings.SplitSeq(manifest, "\n---") {
+		var obj map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			t.Fatalf("%v in\n%s", err, doc)
+		}
+		if md, _ := obj["metadata"].(map[string]any); obj["kind"] == kind && md["name"] == name {
+			return obj
+		}
+	}
+	return nil
+}
+
+// renderedConfig returns the resyncd configuration of a rendering's
+// ConfigMap.
+func renderedConfig(t *testing.T, manifest string) map[string]any {
+	t.Helper()
+	cm := manifestObject(t, manifest, "ConfigMap", releaseName)
+	if cm == nil {
+		t.Fatal("no ConfigMap")
+	}
+	var cfg map[string]any
+	if err := yaml.Unmarshal([]byte(cm["data"].(map[string]any)["config.yaml"].(string)), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// replicaSetup is what the chart decides about replicas, as a rendering
+// shows it.
+type replicaSetup struct {
+	LeaderElection bool           // config leaderElection.enabled
+	Sharding       any            // config sharding, nil when absent
+	LeaseRole      string         // the Role on Leases, "" when none
+	PodName        bool           // POD_NAME from the pod's name
+	Affinity       any            // the pods' affinity
+	PDB            bool           // a PodDisruptionBudget
+	Lease          map[string]any // config leaderElection.namespace and .leaseName
+}
+
+// replicaSetupOf reads a replicaSetup from a rendering.
+func replicaSetupOf(t *testing.T, manifest string) replicaSetup {
+	t.Helper()
+	cfg := renderedConfig(t, manifest)
+	le := cfg["leaderElection"].(map[string]any)
+	got := replicaSetup{LeaderElection: le["enabled"] == true, Sharding: cfg["sharding"],
+		PDB:   manifestObject(t, manifest, "PodDisruptionBudget", releaseName) != nil,
+		Lease: map[string]any{"namespace": le["namespace"], "leaseName": le["leaseName"]}}
+	for _, role := range []string{releaseName + "-ring", releaseName + "-leader-election"} {
+		if manifestObject(t, manifest, "Role", role) != nil {
+			if got.LeaseRole != "" {
+				t.Errorf("Roles %s and %s", got.LeaseRole, role)
+			}
+			got.LeaseRole = role
+		}
+	}
+	pod := manifestObject(t, manifest, "Deployment", releaseName)["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+	got.Affinity = pod["affinity"]
+	env, _ := pod["containers"].([]any)[0].(map[string]any)["env"].([]any)
+	for _, e := range env {
+		if e := e.(map[string]any); e["name"] == "POD_NAME" {
+			got.PodName = cmp.Equal(e["valueFrom"], map[string]any{"fieldRef": map[string]any{"fieldPath": "metadata.name"}})
+		}
+	}
+	return got
+}
+
+// TestChartReplicas: more than one replica share the work in the ring
+// (sharding on, leader election off, each replica its pod's name, the
+// ring's Role on Leases), spread over nodes unless affinity is given, with
+// a PodDisruptionBudget; config.sharding.enabled false, or leader election
+// asked for, makes one writer instead; one replica is alone unless it asks
+// for either. The Leases stay in the release's namespace, named after the
+// release, whichever is chosen.
+func TestChartReplicas(t *testing.T) {
+	spread := map[string]any{"podAntiAffinity": map[string]any{"preferredDuringSchedulingIgnoredDuringExecution": []any{
+		map[string]any{"weight": float64(100), "podAffinityTerm": map[string]any{
+			"topologyKey":   "kubernetes.io/hostname",
+			"labelSelector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "resyncd", "app.kubernetes.io/instance": releaseName}},
+		}}}}}
+	zone := map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
+		"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{
+			map[string]any{"key": "topology.kubernetes.io/zone", "operator": "In", "values": []any{"a"}}}}}}}}
+	ring := map[string]any{"enabled": true, "serverSelector": "auto"}
+	sharding := func(on bool) map[string]any {
+		return map[string]any{"config": map[string]any{"sharding": map[string]any{"enabled": on}}}
+	}
+	with := func(a, b map[string]any) map[string]any { maps.Copy(a, b); return a }
+	for _, tc := range []struct {
+		name string
+		vals map[string]any
+		want replicaSetup
+	}{
+		{"one replica", map[string]any{}, replicaSetup{}},
+		{"two replicas", map[string]any{"replicaCount": 2},
+			replicaSetup{Sharding: ring, LeaseRole: "resyncd-ring", PodName: true, Affinity: spread, PDB: true}},
+		{"three replicas, affinity given", map[string]any{"replicaCount": 3, "affinity": zone},
+			replicaSetup{Sharding: ring, LeaseRole: "resyncd-ring", PodName: true, Affinity: zone, PDB: true}},
+		{"two replicas, server selector off", map[string]any{"replicaCount": 2, "config": map[string]any{"sharding": map[string]any{"serverSelector": "off"}}},
+			replicaSetup{Sharding: map[string]any{"enabled": true, "serverSelector": "off"}, LeaseRole: "resyncd-ring", PodName: true, Affinity: spread, PDB: true}},
+		{"two replicas, sharding off", with(map[string]any{"replicaCount": 2}, sharding(false)),
+			replicaSetup{LeaderElection: true, LeaseRole: "resyncd-leader-election", Affinity: spread, PDB: true}},
+		{"two replicas, leader election asked", map[string]any{"replicaCount": 2, "config": map[string]any{"leaderElection": map[string]any{"enabled": true}}},
+			replicaSetup{LeaderElection: true, LeaseRole: "resyncd-leader-election", Affinity: spread, PDB: true}},
+		{"one replica, ring asked", sharding(true), replicaSetup{Sharding: ring, LeaseRole: "resyncd-ring", PodName: true}},
+		{"one replica, leader election asked", map[string]any{"config": map[string]any{"leaderElection": map[string]any{"enabled": true}}},
+			replicaSetup{LeaderElection: true, LeaseRole: "resyncd-leader-election"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := render(t, tc.vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.want.Lease = map[string]any{"namespace": releaseNamespace, "leaseName": releaseName}
+			if diff := cmp.Diff(tc.want, replicaSetupOf(t, got)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -156,15 +156,39 @@ without a limit, or with goMemLimitPercent 0.
 {{- end }}
 {{- end }}
 
-{{/* Leader election: on with more than one replica, or when the config asks. */}}
+{{/*
+The ring (sharding): as config.sharding.enabled says, and when it says
+nothing, on with more than one replica unless the config asks for leader
+election instead. Fails when the config asks for both: resyncd refuses
+them together.
+*/}}
+{{- define "resyncd.sharding" -}}
+{{- $sh := default dict .Values.config.sharding }}
+{{- $le := default dict .Values.config.leaderElection }}
+{{- $on := $sh.enabled }}
+{{- if kindIs "invalid" $on }}{{ $on = and (gt (int .Values.replicaCount) 1) (not $le.enabled) }}{{ end }}
+{{- if and $on $le.enabled }}
+{{- fail "config.sharding.enabled and config.leaderElection.enabled are both true: the replicas either share the work (sharding) or one of them does it all (leader election); set one of them to false" }}
+{{- end }}
+{{- if $on }}true{{ end }}
+{{- end }}
+
+{{/*
+Leader election: with more than one replica, or when the config asks, unless
+the replicas share the work in the ring.
+*/}}
 {{- define "resyncd.leaderElection" -}}
 {{- $le := default dict .Values.config.leaderElection }}
-{{- if or (gt (int .Values.replicaCount) 1) $le.enabled }}true{{ end }}
+{{- if and (or (gt (int .Values.replicaCount) 1) $le.enabled) (not (include "resyncd.sharding" .)) }}true{{ end }}
 {{- end }}
 
 {{/*
 The resyncd configuration: .Values.config with what the chart decides —
-leader election, its Lease, the listen addresses, the log settings.
+leader election or the ring, their Leases (namespace and name: the ring's
+are named and labelled after leaseName), the listen addresses, the log
+settings. The ring's identity is left empty: each replica is then its pod's
+name, $POD_NAME. Without the ring no sharding key is rendered, and no
+clusterSecrets key when it lists nothing.
 */}}
 {{- define "resyncd.config" -}}
 {{- $cfg := deepCopy .Values.config }}
@@ -173,6 +197,14 @@ leader election, its Lease, the listen addresses, the log settings.
 {{- $_ := set $le "namespace" .Release.Namespace }}
 {{- $_ := set $le "leaseName" (include "resyncd.fullname" .) }}
 {{- $_ := set $cfg "leaderElection" $le }}
+{{- if include "resyncd.sharding" . }}
+{{- $sh := deepCopy (default dict $cfg.sharding) }}
+{{- $_ := set $sh "enabled" true }}
+{{- $_ := set $cfg "sharding" $sh }}
+{{- else }}
+{{- $_ := unset $cfg "sharding" }}
+{{- end }}
+{{- if not $cfg.clusterSecrets }}{{ $_ := unset $cfg "clusterSecrets" }}{{ end }}
 {{- $_ := set $cfg "resources" (include "resyncd.resources" . | fromJsonArray) }}
 {{- $_ := set $cfg "metrics" (dict "address" (printf ":%d" (int .Values.metrics.service.port)) "secure" (.Values.metrics.secure | default false)) }}
 {{- $_ := set $cfg "health" (dict "address" (printf ":%d" (int .Values.healthPort))) }}
