@@ -42,9 +42,11 @@ type Listed struct {
 	// Kind is the kind of the items as the list names it
 	// ("HttpServiceList" lists HttpService), known even when there are none.
 	Kind string
-	// Sharded is whether the API server applied the shardSelector asked
-	// for (every page echoed it): false when none was asked, or when the
-	// server ignored it and returned every object.
+	// Sharded is whether the API server said it applied the
+	// shardSelector asked for (every page echoed it in
+	// metadata.shardInfo): false when none was asked, when the server
+	// ignored it and returned every object, and for custom resources,
+	// whose lists do not echo it in Kubernetes 1.37.
 	Sharded bool
 }
 

@@ -83,8 +83,8 @@ type write struct {
 	// User is who made it.
 	User string
 	// Resource is what it wrote ("httpservices" for a status write) and
-	// Name the object's name.
-	Resource, Name string
+	// Namespace and Name the object's.
+	Resource, Namespace, Name string
 	// Received and Completed are when the API server received the request
 	// and when it had answered it.
 	Received, Completed time.Time
@@ -94,7 +94,14 @@ type write struct {
 // namespace, in the order it recorded their answers.
 func auditedEvents(t *testing.T, namespace string) []write {
 	t.Helper()
-	f, err := os.Open(auditLog)
+	return auditedEventsIn(t, auditLog, func(ns string) bool { return ns == namespace })
+}
+
+// auditedEventsIn returns the successful writes of the audit log at path
+// in the namespaces keep keeps, in the order it recorded their answers.
+func auditedEventsIn(t *testing.T, path string, keep func(namespace string) bool) []write {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,8 +128,8 @@ func auditedEvents(t *testing.T, namespace string) []write {
 		} else if err != nil {
 			t.Fatalf("audit log: %v", err)
 		}
-		if ev.Stage == "ResponseComplete" && ev.ObjectRef.Namespace == namespace && ev.ResponseStatus.Code < 300 {
-			out = append(out, write{User: ev.User.Username, Resource: ev.ObjectRef.Resource, Name: ev.ObjectRef.Name,
+		if ev.Stage == "ResponseComplete" && keep(ev.ObjectRef.Namespace) && ev.ResponseStatus.Code < 300 {
+			out = append(out, write{User: ev.User.Username, Resource: ev.ObjectRef.Resource, Namespace: ev.ObjectRef.Namespace, Name: ev.ObjectRef.Name,
 				Received: ev.Received.Time, Completed: ev.Completed.Time})
 		}
 	}

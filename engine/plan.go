@@ -198,7 +198,10 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 		// when no parent is left.
 		rs.parentGVK = rs.gvr.GroupVersion().WithKind(listed.Kind)
 	}
-	rep.Sharded = listed.Sharded
+	// Lists of custom resources do not echo the selector (an
+	// UnstructuredList has no shardInfo in Kubernetes 1.37): a server that
+	// returned nothing of another replica's applied it as well.
+	rep.Sharded = scope.ShardSelector != "" && (listed.Sharded || rep.Foreign == 0)
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("%s is not served by the API server (its CustomResourceDefinition removed?): %w", rs.name, err)
 	}

@@ -51,7 +51,8 @@ type ResourceReport struct {
 	// was sent (sharding.serverSelector off).
 	Foreign int
 	// Sharded is whether the API server filtered the parents' LIST by
-	// the replica's namespace ranges.
+	// the replica's namespace ranges: it said so, or it returned no other
+	// replica's parent.
 	Sharded bool
 	// ExternalLists counts the LISTs of external references' kinds: one
 	// per kind and namespace the pass's parents read.
