@@ -2,15 +2,20 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.uber.org/zap/zaptest"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 )
 
 // replica is one Ring of a test, running until stopped.
@@ -188,5 +193,74 @@ func TestRingHandsOver(t *testing.T) {
 	defer rt.mu.Unlock()
 	if len(rt.overlaps) > 0 {
 		t.Errorf("%d moments with a namespace held twice, first: %s", len(rt.overlaps), rt.overlaps[0])
+	}
+}
+
+// failingLeases makes the ring's renewals fail once fail is set, as when
+// the API server stops answering this replica.
+type failingLeases struct {
+	coordinationclient.LeasesGetter
+	fail *atomic.Bool
+}
+
+func (f failingLeases) Leases(ns string) coordinationclient.LeaseInterface {
+	return failingLease{LeaseInterface: f.LeasesGetter.Leases(ns), fail: f.fail}
+}
+
+type failingLease struct {
+	coordinationclient.LeaseInterface
+	fail *atomic.Bool
+}
+
+func (f failingLease) Update(ctx context.Context, l *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error) {
+	if f.fail.Load() {
+		return nil, apierrors.NewServiceUnavailable("renewals refused by the test")
+	}
+	return f.LeaseInterface.Update(ctx, l, opts)
+}
+
+// TestRingStopsBeforeExpiry: a replica whose renewals fail gives up its
+// work when the renew deadline passes, before its Lease can expire for the
+// others, and Run returns ErrLost.
+func TestRingStopsBeforeExpiry(t *testing.T) {
+	cs := kubernetes.NewForConfigOrDie(env(t).Config)
+	if _, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ring-lost"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fail := &atomic.Bool{}
+	ring := New(Options{
+		Leases: failingLeases{LeasesGetter: cs.CoordinationV1(), fail: fail}, Namespace: "ring-lost", Name: "ring", Identity: "r1",
+		LeaseDuration: testLease, RenewDeadline: testRenew, RetryPeriod: testRetry, Log: zaptest.NewLogger(t),
+	})
+	ring.SetClusters([]string{"east"})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- ring.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for p, _ := ring.Acquire("east"); !p.IsWhole(); p, _ = ring.Acquire("east") {
+		if time.Now().After(deadline) {
+			t.Fatal("one replica of one cluster never held it whole")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	l, err := cs.CoordinationV1().Leases("ring-lost").Get(t.Context(), ring.LeaseName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastRenewal := l.Spec.RenewTime.Time
+	fail.Store(true)
+	for p, release := ring.Acquire("east"); p.Slots != 0; p, release = ring.Acquire("east") {
+		release()
+		time.Sleep(10 * time.Millisecond)
+	}
+	stopped := time.Now()
+	if err := <-done; !errors.Is(err, ErrLost) {
+		t.Errorf("Run returned %v, want ErrLost", err)
+	}
+	if since := stopped.Sub(lastRenewal); since >= testLease {
+		t.Errorf("the replica stopped %s after its last renewal, not before its Lease (%s) expired", since, testLease)
+	} else {
+		t.Logf("renewals failing: the replica gave up its work %s after its last renewal (renew deadline %s, lease %s)", since.Round(time.Millisecond), testRenew, testLease)
 	}
 }

@@ -205,8 +205,9 @@ type prepared struct {
 	cfg *config.Config
 	log *zap.Logger
 	// home is the connection resyncd runs with (--kubeconfig, or the
-	// in-cluster configuration): leader election, the metrics guard and
-	// the clusters that name no kubeconfig file. Nil when nothing needs it.
+	// in-cluster configuration): leader election or the ring, the metrics
+	// guard and the clusters that name no kubeconfig file. Nil when
+	// nothing needs it.
 	home *clients
 	// targets are the clusters, in the configuration's order.
 	targets []*target
@@ -291,7 +292,7 @@ func (g *globals) prepare() (*prepared, error) {
 		return nil, err
 	}
 	p := &prepared{cfg: cfg, log: log}
-	needHome := cfg.LeaderElection.Enabled || cfg.Metrics.Secure
+	needHome := cfg.LeaderElection.Enabled || cfg.Sharding.Enabled || cfg.Metrics.Secure
 	claims := &serverClaims{by: map[string]string{}}
 	for _, c := range cfg.Clusters {
 		p.targets = append(p.targets, &target{cfg: c, resources: cfg.ResourcesIn(c.Name),
