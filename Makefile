@@ -41,11 +41,12 @@ test: bins ## Run every test of every module (the daemon's, bench/, deploy/, too
 		$(MAKE) --no-print-directory reap; exit $$status
 
 .PHONY: test-drills
-test-drills: bins ## The drills on a living local cluster, then the config, renderer and graph fuzzers for 30 s each (make test runs the drills too)
+test-drills: bins ## The drills on a living local cluster, then the config, renderer, graph and ring-Lease fuzzers for 30 s each (make test runs the drills too)
 	go test $(GO_TEST_FLAGS) ./drills || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
 	go test -run '^$$' -fuzz FuzzLoad -fuzztime 30s ./config
 	go test -run '^$$' -fuzz FuzzRender -fuzztime 30s ./desired
 	go test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./desired/graph
+	go test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./shard
 	go test -run '^$$' -fuzz FuzzRender -fuzztime 30s ./desired/graph
 
 .PHONY: run
