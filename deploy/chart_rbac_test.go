@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap/zaptest"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/resyncd/resyncd/internal/fixture"
+	"github.com/resyncd/resyncd/shard"
 )
 
 // rbacOf returns the rules of the release's own ClusterRole (nil when
@@ -565,6 +568,28 @@ func TestChartRingRBAC(t *testing.T) {
 	}
 	if err := leases.Delete(ctx, lease.Name, metav1.DeleteOptions{}); err != nil {
 		t.Errorf("delete its Lease: %v", err)
+	}
+
+	// The ring itself, as the ServiceAccount: it joins, holds the one
+	// cluster whole, and deletes its Lease on the way out.
+	member := shard.New(shard.Options{Leases: saKube.CoordinationV1(), Namespace: "ring-system", Name: "ring-resyncd", Identity: "ring-resyncd-1",
+		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond, Log: zaptest.NewLogger(t)})
+	member.SetClusters([]string{"local"})
+	ringCtx, stopRing := context.WithCancel(ctx)
+	ringDone := make(chan error, 1)
+	go func() { ringDone <- member.Run(ringCtx) }()
+	fixture.Eventually(t, "the ring holds the cluster", 20*time.Second, func() bool {
+		p, release := member.Acquire("local")
+		release()
+		return p.IsWhole()
+	})
+	if err := member.Leave(ctx); err != nil {
+		t.Errorf("leave the ring: %v", err)
+	}
+	stopRing()
+	<-ringDone
+	if left, err := leases.List(ctx, metav1.ListOptions{LabelSelector: "resyncd.io/ring=ring-resyncd"}); err != nil || len(left.Items) != 0 {
+		t.Errorf("after leaving, the ring has %d Leases (%v), want none", len(left.Items), err)
 	}
 
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "east", Labels: map[string]string{"argocd.argoproj.io/secret-type": "cluster"}},
