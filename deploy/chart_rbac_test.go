@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -587,7 +588,9 @@ func TestChartRingRBAC(t *testing.T) {
 		t.Errorf("leave the ring: %v", err)
 	}
 	stopRing()
-	<-ringDone
+	if err := <-ringDone; !errors.Is(err, context.Canceled) {
+		t.Errorf("the ring's Run returned %v, want it cancelled", err)
+	}
 	if left, err := leases.List(ctx, metav1.ListOptions{LabelSelector: "resyncd.io/ring=ring-resyncd"}); err != nil || len(left.Items) != 0 {
 		t.Errorf("after leaving, the ring has %d Leases (%v), want none", len(left.Items), err)
 	}

@@ -62,9 +62,11 @@ func newRingTest(t *testing.T, ns string, namespaces int) *ringTest {
 	t.Cleanup(func() {
 		rt.mu.Lock()
 		defer rt.mu.Unlock()
-		for _, r := range rt.replicas {
+		for id, r := range rt.replicas {
 			r.stop()
-			<-r.done
+			if err := <-r.done; !errors.Is(err, context.Canceled) {
+				t.Errorf("%s: Run returned %v, want it cancelled", id, err)
+			}
 		}
 	})
 	return rt
@@ -94,7 +96,9 @@ func (rt *ringTest) kill(id string) {
 	delete(rt.replicas, id)
 	rt.mu.Unlock()
 	r.stop()
-	<-r.done
+	if err := <-r.done; !errors.Is(err, context.Canceled) {
+		rt.t.Errorf("%s: Run returned %v, want it cancelled", id, err)
+	}
 }
 
 // owners maps each namespace to the replicas that hold it.

@@ -71,7 +71,9 @@ func (d *daemon) share(ctx context.Context) error {
 	case err := <-ringErr:
 		// Lost: stop writing now; the process exits, and restarts afresh.
 		stopPasses()
-		<-passesDone
+		if perr := <-passesDone; perr != nil && !errors.Is(perr, context.Canceled) {
+			d.log.Warn("Passes stopped with an error", zap.Error(perr))
+		}
 		d.health.setLeading(false)
 		d.metrics.SetLeader(false)
 		if errors.Is(err, shard.ErrLost) {
@@ -87,7 +89,9 @@ func (d *daemon) share(ctx context.Context) error {
 			d.log.Info("Left the ring")
 		}
 		stopRing()
-		<-ringErr
+		if rerr := <-ringErr; !errors.Is(rerr, context.Canceled) {
+			d.log.Warn("Ring stopped with an error", zap.Error(rerr))
+		}
 		return err
 	}
 }
