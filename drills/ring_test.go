@@ -57,6 +57,7 @@ type ring struct {
 	dyn      dynamic.Interface
 	procs    map[string]*process // by audit user
 	health   map[string]string   // by audit user: the /statusz URL
+	metrics  map[string]string   // by audit user: the /metrics URL
 }
 
 func ringDrill(t *testing.T, bin string, gate bool) {
@@ -74,7 +75,7 @@ func ringDrill(t *testing.T, bin string, gate bool) {
 	}
 	t.Cleanup(func() { _ = cp.Stop() })
 	r := &ring{t: t, cp: cp, bin: bin, dir: dir, audit: audit, cs: kubernetes.NewForConfigOrDie(cp.Config),
-		dyn: dynamic.NewForConfigOrDie(cp.Config), procs: map[string]*process{}, health: map[string]string{}}
+		dyn: dynamic.NewForConfigOrDie(cp.Config), procs: map[string]*process{}, health: map[string]string{}, metrics: map[string]string{}}
 	var namespaces []string
 	for i := range ringNamespaces {
 		namespaces = append(namespaces, fmt.Sprintf("team-%02d", i))
@@ -106,6 +107,17 @@ func ringDrill(t *testing.T, bin string, gate bool) {
 	}
 	if len(writers) != ringNamespaces*ringParentsPerNamespace {
 		t.Errorf("%d parents written, want %d", len(writers), ringNamespaces*ringParentsPerNamespace)
+	}
+	// Each replica sees the three, and together they own the cluster once.
+	owned := 0.0
+	for _, user := range []string{"replica-1", "replica-2", "replica-3"} {
+		if n := metricOf(t, r.metrics[user], "resyncd_shard_members"); n != 3 {
+			t.Errorf("%s: resyncd_shard_members %v, want 3", user, n)
+		}
+		owned += metricOf(t, r.metrics[user], `resyncd_shard_owned{cluster="local"}`)
+	}
+	if owned < 0.999 || owned > 1.001 {
+		t.Errorf("the replicas' resyncd_shard_owned add up to %v, want 1", owned)
 	}
 	wantSelector := map[bool]string{true: "server", false: "local"}[gate]
 	if got := r.serverSelector("replica-1"); got != wantSelector {
@@ -181,20 +193,21 @@ func (r *ring) start(id, user string) {
 	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
 		r.t.Fatal(err)
 	}
-	health := testenv.FreeAddr(r.t)
+	health, metrics := testenv.FreeAddr(r.t), testenv.FreeAddr(r.t)
 	cfg := filepath.Join(r.dir, user+".yaml")
 	body := fmt.Sprintf(`leaderElection: {namespace: resyncd-system, leaseName: ring, leaseDuration: %s, renewDeadline: %s, retryPeriod: %s}
 sharding: {enabled: true, identity: %s}
-metrics: {address: "127.0.0.1:0"}
+metrics: {address: %q}
 health: {address: %q}
 resources:
   - {group: resyncd.io, version: v1alpha1, resource: httpservices, renderer: httpservice, interval: %s}
-`, ringLease, ringRenew, ringRetry, id, health, ringInterval)
+`, ringLease, ringRenew, ringRetry, id, metrics, health, ringInterval)
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		r.t.Fatal(err)
 	}
 	r.procs[user] = startResyncd(r.t, r.bin, "run", "--config", cfg, "--kubeconfig", kubeconfig)
 	r.health[user] = "http://" + health + "/statusz"
+	r.metrics[user] = "http://" + metrics + "/metrics"
 }
 
 // owners reads the ring's Leases: the replica that holds each namespace;
