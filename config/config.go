@@ -57,18 +57,25 @@ type Config struct {
 	// Clusters are the clusters resyncd keeps in sync. Empty: one, named
 	// "local", reached through --kubeconfig or the in-cluster configuration.
 	Clusters []Cluster `mapstructure:"clusters"`
+	// ClusterSecrets select the Secrets, in the cluster resyncd runs in,
+	// that hold more clusters (Argo CD's cluster Secrets, Cluster API's
+	// kubeconfig Secrets); read every pass, so that a cluster comes and
+	// goes with its Secret. With ClusterSecrets and no Clusters there is no
+	// "local" cluster: only those of the Secrets.
+	ClusterSecrets []ClusterSecret `mapstructure:"clusterSecrets"`
 	// Resources are the watched parent resources.
 	Resources []Resource `mapstructure:"resources"`
 
 	file  string
 	lines map[string]int
-	// listed is whether the file lists clusters (else the one is "local").
+	// listed is whether the file lists clusters or clusterSecrets (else
+	// the one is "local").
 	listed bool
 }
 
-// ListsClusters reports whether the configuration file lists clusters;
-// when it does not, the one cluster is LocalCluster, and the commands
-// print no cluster names.
+// ListsClusters reports whether the configuration file lists clusters,
+// or Secrets that hold them; when it does not, the one cluster is
+// LocalCluster, and the commands print no cluster names.
 func (c *Config) ListsClusters() bool { return c.listed }
 
 // Where returns where a key path was set, "FILE:LINE", or the file alone
@@ -104,8 +111,20 @@ type Cluster struct {
 	// from an exec command or an auth-provider; false: such a file is
 	// refused (see CheckCredentials).
 	AllowCredentialPlugins bool `mapstructure:"allowCredentialPlugins"`
+	// Secret is the Secret, "namespace/name", the cluster was read from;
+	// empty for a cluster of the configuration file.
+	Secret string `mapstructure:"-"`
 
 	kubeconfigPath string
+}
+
+// ClusterSecret selects Secrets that hold clusters.
+type ClusterSecret struct {
+	// Namespace is where the Secrets are.
+	Namespace string `mapstructure:"namespace"`
+	// LabelSelector selects them, for example
+	// argocd.argoproj.io/secret-type=cluster.
+	LabelSelector string `mapstructure:"labelSelector"`
 }
 
 // KubeconfigPath is the kubeconfig file of c, resolved against the
@@ -114,8 +133,9 @@ type Cluster struct {
 func (c Cluster) KubeconfigPath() string { return c.kubeconfigPath }
 
 // Home reports whether c is reached through the connection resyncd runs
-// with (where it also takes part in leader election), not a file of its own.
-func (c Cluster) Home() bool { return c.Kubeconfig == "" }
+// with (where it also takes part in leader election), not a file or a
+// Secret of its own.
+func (c Cluster) Home() bool { return c.Kubeconfig == "" && c.Secret == "" }
 
 // Apply bounds the writes of a pass.
 type Apply struct {
@@ -261,7 +281,7 @@ type Resource struct {
 	// first, before the parents' own priority.
 	Priority int32 `mapstructure:"priority"`
 	// Clusters are the names of the clusters where this resource is
-	// watched; empty: every cluster.
+	// watched, those of Secrets included; empty: every cluster.
 	Clusters []string `mapstructure:"clusters"`
 	// ChildNamespaces are the namespaces, besides its own, where a parent's
 	// children may be placed: names, or globs as path.Match reads them

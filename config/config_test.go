@@ -105,6 +105,32 @@ func TestLoadClusters(t *testing.T) {
 	}
 }
 
+// TestLoadClusterSecrets: with clusterSecrets and no clusters there is no
+// "local" cluster, and a resource may list a cluster that no entry names:
+// a Secret may hold it.
+func TestLoadClusterSecrets(t *testing.T) {
+	got, err := Load(fixture("cluster-secrets.yaml"), Options{Renderers: renderers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ClusterSecret{
+		{Namespace: "argocd", LabelSelector: "argocd.argoproj.io/secret-type=cluster"},
+		{Namespace: "fleet", LabelSelector: "cluster.x-k8s.io/cluster-name"},
+	}
+	if diff := cmp.Diff(want, got.ClusterSecrets); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if len(got.Clusters) != 0 || !got.ListsClusters() {
+		t.Errorf("clusters %v, listed %v; want none, and the names printed", got.Clusters, got.ListsClusters())
+	}
+	if n, m := len(got.ResourcesIn("east")), len(got.ResourcesIn("west")); n != 2 || m != 1 {
+		t.Errorf("east watches %d resources, west %d; want 2 and 1", n, m)
+	}
+	if (Cluster{Name: "east", Secret: "argocd/east"}).Home() {
+		t.Error("a cluster of a Secret is reached through resyncd's own connection")
+	}
+}
+
 // loadWith loads the fixture name with the environment env and the
 // command line's overrides.
 func loadWith(name string, env, overrides map[string]string) (*Config, error) {
@@ -198,6 +224,17 @@ func TestLoadBadConfigs(t *testing.T) {
 			`:5: sharding.enabled: and leaderElection.enabled are both true: with sharding every replica writes its share through a Lease of its own; set leaderElection.enabled to false (its namespace, leaseName and durations stay the ring's)`,
 			`:6: sharding.identity: "Replica_1" makes no Lease name after leaderElection.leaseName (lower-case letters, digits, '-' and '.')`,
 			`:7: sharding.serverSelector: "always" is not one of auto, off`,
+		},
+		"invalid-cluster-secrets.yaml": {
+			`:2: clusterSecrets[0].labelSelector: must not be empty: resyncd reads only the Secrets a label selects (for example argocd.argoproj.io/secret-type=cluster), never every Secret of a namespace`,
+			`:3: clusterSecrets[1].namespace: must not be empty: the namespace of the Secrets that hold clusters, for example argocd`,
+			`:4: clusterSecrets[2].namespace: "Argo_CD" is not a namespace name (at most 63 lower-case letters, digits and '-')`,
+			`:4: clusterSecrets[2].labelSelector: "tier in web" is not a label selector: unable to parse requirement: found 'web' expected: '('`,
+			`:5: clusterSecrets[3].labelSelector: must not be empty: resyncd reads only the Secrets a label selects (for example argocd.argoproj.io/secret-type=cluster), never every Secret of a namespace`,
+			`:7: clusterSecrets[5]: repeats clusterSecrets[4]; remove one of the two`,
+			`:8: clusterSecrets[6].selector: unknown key`,
+			`:8: clusterSecrets[6].labelSelector: must not be empty: resyncd reads only the Secrets a label selects (for example argocd.argoproj.io/secret-type=cluster), never every Secret of a namespace`,
+			`:10: resources[0].clusters[0]: "Not_A_Name" can name no cluster: a cluster of a Secret is named with lower-case letters, digits, '-' and '.'`,
 		},
 		"invalid-kubeconfigs.yaml": {
 			`:5: clusters[1].kubeconfig: kubeconfigs/east.yaml reaches the API server https://east.example:6443, as clusters[0] (east) does: every child would be written twice; remove one of the two entries, or point it at another cluster`,

@@ -119,7 +119,7 @@ func Load(path string, opts Options) (*Config, error) {
 	if opts.CheckKubeconfigs {
 		checkKubeconfigs(cfg, ps)
 	}
-	cfg.listed = len(cfg.Clusters) > 0
+	cfg.listed = len(cfg.Clusters) > 0 || len(cfg.ClusterSecrets) > 0
 	if !cfg.listed {
 		cfg.Clusters = []Cluster{{Name: LocalCluster, Apply: cfg.Apply}}
 	}

@@ -39,6 +39,7 @@ func validate(c *Config, ps *problems, renderers []string) {
 	oneOf(ps, "driftCheck", string(c.DriftCheck), string(DriftCheckLocal), string(DriftCheckServer))
 	validateApply(ps, "apply", c.Apply)
 	clusters := validateClusters(ps, c)
+	validateClusterSecrets(ps, c.ClusterSecrets)
 	validateLeaderElection(ps, c.LeaderElection, c.Sharding.Enabled)
 	validateSharding(ps, c.Sharding, c.LeaderElection)
 	address(ps, "metrics.address", c.Metrics.Address)
@@ -65,8 +66,15 @@ func validate(c *Config, ps *problems, renderers []string) {
 		key := fmt.Sprintf("resources[%d]", i)
 		validateResource(ps, key, r, renderers)
 		for j, name := range r.Clusters {
-			if !slices.Contains(clusters, name) {
-				ps.add(fmt.Sprintf("%s.clusters[%d]", key, j), "unknown cluster %q; clusters: %s", name, strings.Join(clusters, ", "))
+			k := fmt.Sprintf("%s.clusters[%d]", key, j)
+			switch {
+			case slices.Contains(clusters, name):
+			case len(c.ClusterSecrets) == 0:
+				ps.add(k, "unknown cluster %q; clusters: %s", name, strings.Join(clusters, ", "))
+			case len(validation.IsDNS1123Subdomain(name)) > 0:
+				// Else a name that is no entry's may be a Secret's, known
+				// only once resyncd runs.
+				ps.add(k, "%q can name no cluster: a cluster of a Secret is named with lower-case letters, digits, '-' and '.'", name)
 			}
 		}
 		gvr := gvrString(r)
@@ -93,9 +101,10 @@ func validateApply(ps *problems, key string, a Apply) {
 }
 
 // validateClusters checks the clusters section and returns the names a
-// resource may list: the clusters', or "local" when the section is empty.
+// resource may list: the clusters', or "local" when the section is empty
+// and no Secret holds clusters.
 func validateClusters(ps *problems, c *Config) []string {
-	if len(c.Clusters) == 0 {
+	if len(c.Clusters) == 0 && len(c.ClusterSecrets) == 0 {
 		return []string{LocalCluster}
 	}
 	var names []string
@@ -115,6 +124,34 @@ func validateClusters(ps *problems, c *Config) []string {
 		validateApply(ps, key+".apply", cl.Apply)
 	}
 	return names
+}
+
+// validateClusterSecrets checks the clusterSecrets section: each entry
+// names a namespace and a label selector that selects something less than
+// every Secret there.
+func validateClusterSecrets(ps *problems, secrets []ClusterSecret) {
+	for i, cs := range secrets {
+		key := fmt.Sprintf("clusterSecrets[%d]", i)
+		if cs.Namespace == "" {
+			ps.addNear(key, key+".namespace", "must not be empty: the namespace of the Secrets that hold clusters, for example argocd")
+		} else {
+			namespace(ps, key+".namespace", cs.Namespace)
+		}
+		sel, err := labels.Parse(cs.LabelSelector)
+		switch {
+		case err != nil:
+			ps.add(key+".labelSelector", "%q is not a label selector: %v", cs.LabelSelector, err)
+		case sel.Empty():
+			ps.addNear(key, key+".labelSelector", "must not be empty: resyncd reads only the Secrets a label selects "+
+				"(for example argocd.argoproj.io/secret-type=cluster), never every Secret of a namespace")
+		}
+		for j, other := range secrets[:i] {
+			if other == cs && cs.Namespace != "" && err == nil && !sel.Empty() {
+				ps.add(key, "repeats clusterSecrets[%d]; remove one of the two", j)
+				break
+			}
+		}
+	}
 }
 
 // checkKubeconfigs reads the kubeconfig file of every cluster that names
