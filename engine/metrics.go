@@ -108,6 +108,22 @@ func (m *Metrics) SetClusterUp(cluster string, up bool) {
 	m.clusterUp.WithLabelValues(cluster).Set(v)
 }
 
+// ForgetCluster deletes every series of the cluster named cluster: one
+// that is no longer synced (its Secret deleted) leaves no stale value
+// behind.
+func (m *Metrics) ForgetCluster(cluster string) {
+	if m == nil {
+		return
+	}
+	only := prometheus.Labels{"cluster": cluster}
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
+		m.passes, m.passDuration, m.lastSuccess, m.managed, m.drift, m.applies,
+		m.applyDuration, m.deferred, m.falsePositives, m.clusterUp, m.clusterSuccess,
+	} {
+		v.DeletePartialMatch(only)
+	}
+}
+
 // initialize creates the series of a resource that are known in advance at
 // zero, so that rate() and dashboards see them before the first event.
 func (m *Metrics) initialize(rs *resourceState) {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -67,6 +68,34 @@ resyncd_cluster_up{cluster="local"} 1
 `
 	if err := testutil.GatherAndCompare(h.reg, strings.NewReader(want),
 		"resyncd_apply_total", "resyncd_drift_total", "resyncd_managed_objects", "resyncd_passes_total", "resyncd_deferred_writes", "resyncd_cluster_up"); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestForgetCluster: every series of the cluster forgotten goes, those of
+// the others stay.
+func TestForgetCluster(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	for _, c := range []string{"east", "west"} {
+		m.SetClusterUp(c, true)
+		m.passes.WithLabelValues(c, "httpservices.v1alpha1.resyncd.io", "success").Inc()
+		m.applyDuration.WithLabelValues(c, "create").Observe(0.1)
+	}
+	m.ForgetCluster("east")
+	n, err := testutil.GatherAndCount(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 4 {
+		t.Errorf("%d series after east was forgotten, want west's 3 and resyncd_is_leader", n)
+	}
+	want := `
+# HELP resyncd_cluster_up 1 when the last pass of every watched resource of the cluster succeeded, 0 when one failed or the cluster could not be reached.
+# TYPE resyncd_cluster_up gauge
+resyncd_cluster_up{cluster="west"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "resyncd_cluster_up"); err != nil {
 		t.Error(err)
 	}
 }
