@@ -137,6 +137,12 @@ func (c Cluster) KubeconfigPath() string { return c.kubeconfigPath }
 // Secret of its own.
 func (c Cluster) Home() bool { return c.Kubeconfig == "" && c.Secret == "" }
 
+// ClusterOfSecret returns the cluster named name that the Secret secret
+// ("namespace/name") holds: it has the top-level apply bounds.
+func (c *Config) ClusterOfSecret(name, secret string) Cluster {
+	return Cluster{Name: name, Apply: c.Apply, Secret: secret}
+}
+
 // Apply bounds the writes of a pass.
 type Apply struct {
 	// Concurrency is the number of jobs (parents) written at once, over

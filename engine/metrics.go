@@ -118,7 +118,7 @@ func (m *Metrics) ForgetCluster(cluster string) {
 	only := prometheus.Labels{"cluster": cluster}
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
 		m.passes, m.passDuration, m.lastSuccess, m.managed, m.drift, m.applies,
-		m.applyDuration, m.deferred, m.falsePositives, m.clusterUp, m.clusterSuccess,
+		m.applyDuration, m.deferred, m.falsePositives, m.clusterUp, m.clusterSuccess, m.shardOwned,
 	} {
 		v.DeletePartialMatch(only)
 	}

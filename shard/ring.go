@@ -157,6 +157,13 @@ func (r *Ring) SetClusters(names []string) {
 	r.clusters = slices.Compact(slices.Sorted(slices.Values(names)))
 }
 
+// Clusters are the clusters SetClusters gave.
+func (r *Ring) Clusters() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.clusters)
+}
+
 // Changed receives a value when the slots held or the members changed.
 func (r *Ring) Changed() <-chan struct{} { return r.changed }
 

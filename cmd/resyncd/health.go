@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -30,7 +31,13 @@ type health struct {
 	leading  bool
 	listed   bool
 	ring     *ringStatus
+	// shards are this replica's share of each cluster, by name, kept
+	// apart from the clusters' entries: a cluster starts once the ring
+	// gave it work.
+	shards map[string]*shardStatus
 	clusters []*clusterStatus
+	// refused are the Secrets read that hold no cluster resyncd syncs.
+	refused []*clusterStatus
 }
 
 // ringStatus is what /statusz says of the ring of replicas sharing the
@@ -58,6 +65,8 @@ type shardStatus struct {
 type clusterStatus struct {
 	Name   string `json:"name"`
 	Server string `json:"server,omitempty"`
+	// Secret is the Secret, namespace/name, the cluster comes from.
+	Secret string `json:"secret,omitempty"`
 	// Home: reached through resyncd's own connection; it counts for /readyz.
 	Home bool `json:"home"`
 	// Up: the last pass of every resource succeeded.
@@ -95,27 +104,83 @@ type resourceStatus struct {
 func newHealth(cfg *config.Config) *health {
 	h := &health{listed: cfg.ListsClusters()}
 	for _, c := range cfg.Clusters {
-		cs := &clusterStatus{Name: c.Name, Home: c.Home(), Resources: []*resourceStatus{}}
-		for _, r := range cfg.ResourcesIn(c.Name) {
-			cs.Resources = append(cs.Resources, &resourceStatus{Resource: r.Name(), Mode: string(r.Mode)})
-		}
-		h.clusters = append(h.clusters, cs)
+		h.clusters = append(h.clusters, newClusterStatus(c, cfg.ResourcesIn(c.Name)))
 	}
 	return h
+}
+
+func newClusterStatus(c config.Cluster, resources []config.Resource) *clusterStatus {
+	cs := &clusterStatus{Name: c.Name, Secret: c.Secret, Home: c.Home(), Resources: []*resourceStatus{}}
+	for _, r := range resources {
+		cs.Resources = append(cs.Resources, &resourceStatus{Resource: r.Name(), Mode: string(r.Mode)})
+	}
+	return cs
+}
+
+// add lists cluster c, watching resources, afresh: what was said of a
+// cluster of that name before is forgotten.
+func (h *health) add(c config.Cluster, resources []config.Resource) {
+	cs := newClusterStatus(c, resources)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if i := h.index(c.Name); i >= 0 {
+		h.clusters[i] = cs
+		return
+	}
+	h.clusters = append(h.clusters, cs)
+}
+
+// remove stops listing the cluster named name.
+func (h *health) remove(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if i := h.index(name); i >= 0 {
+		h.clusters = append(h.clusters[:i], h.clusters[i+1:]...)
+	}
+}
+
+// setRefused lists the Secrets read that hold no cluster resyncd syncs:
+// each with the cluster it names, and why.
+func (h *health) setRefused(refused []*clusterStatus) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.refused = refused
+}
+
+// index is the position of the cluster named name, or -1.
+func (h *health) index(name string) int {
+	for i, cs := range h.clusters {
+		if cs.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// cluster is the status of the cluster named name; one of no cluster
+// listed (removed while its last pass ended) is written to nothing.
+func (h *health) cluster(name string) *clusterStatus {
+	if i := h.index(name); i >= 0 {
+		return h.clusters[i]
+	}
+	return &clusterStatus{}
 }
 
 // record keeps how the last pass over the i-th resource of cluster c went:
 // an error, or writes that failed for a passing reason (the API server
 // unreachable or overloaded), count as failed; a parent stalled for good
 // does not.
-func (h *health) record(c, i int, rep engine.ResourceReport, err error) {
+func (h *health) record(c string, i int, rep engine.ResourceReport, err error) {
 	if err == nil && rep.Transient > 0 {
 		err = fmt.Errorf("%d writes failed for a passing reason (API server unreachable or overloaded?)", rep.Transient)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	cs := h.clusters[c]
+	cs := h.cluster(c)
+	if i >= len(cs.Resources) {
+		return
+	}
 	rs := cs.Resources[i]
 	rs.done, rs.failed, rs.LastPass, rs.Error = true, err != nil, &now, ""
 	if err != nil {
@@ -124,10 +189,10 @@ func (h *health) record(c, i int, rep engine.ResourceReport, err error) {
 	rs.Parents, rs.Drifted, rs.Failed, rs.Stalled, rs.Deferred = rep.Parents, rep.Drifted+rep.Missing+rep.Orphaned, rep.Failed, rep.Stalled, rep.Deferred
 	rs.Written = rep.Created + rep.Updated + rep.Deleted + rep.Released + rep.Statuses
 	rs.Foreign = rep.Foreign
-	if cs.Shard != nil && rep.Parents+rep.Foreign > 0 {
-		cs.Shard.ServerSelector = "local"
+	if sh := h.shards[c]; sh != nil && rep.Parents+rep.Foreign > 0 {
+		sh.ServerSelector = "local"
 		if rep.Sharded {
-			cs.Shard.ServerSelector = "server"
+			sh.ServerSelector = "server"
 		}
 	}
 	cs.Error, cs.Up = "", true
@@ -140,33 +205,39 @@ func (h *health) record(c, i int, rep engine.ResourceReport, err error) {
 }
 
 // down records that the i-th resource of cluster c has no pass, and why.
-func (h *health) down(c, i int, why string) {
+func (h *health) down(c string, i int, why string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	cs := h.clusters[c]
+	cs := h.cluster(c)
+	if i >= len(cs.Resources) {
+		return
+	}
 	cs.Resources[i].Down, cs.Resources[i].failed, cs.Up = why, true, false
 }
 
 // unreachable records why cluster c could not be made ready for a pass.
-func (h *health) unreachable(c int, err error) {
+func (h *health) unreachable(c string, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.clusters[c].Up, h.clusters[c].Error = false, err.Error()
+	cs := h.cluster(c)
+	cs.Up, cs.Error = false, err.Error()
 }
 
 // disconnected records that cluster c has no clients now, and why.
-func (h *health) disconnected(c int, why string) {
+func (h *health) disconnected(c, why string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.clusters[c].Up, h.clusters[c].Server, h.clusters[c].Error = false, "", why
+	cs := h.cluster(c)
+	cs.Up, cs.Server, cs.Error = false, "", why
 }
 
 // reached records the server of cluster c, once it answered.
-func (h *health) reached(c int, server string) {
+func (h *health) reached(c, server string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.clusters[c].Server, h.clusters[c].Error = server, ""
-	for _, rs := range h.clusters[c].Resources {
+	cs := h.cluster(c)
+	cs.Server, cs.Error = server, ""
+	for _, rs := range cs.Resources {
 		rs.Down = "" // made ready again: down anew, or not
 	}
 }
@@ -189,15 +260,15 @@ func (h *health) setMembers(members []string) {
 func (h *health) setShard(cluster string, p shard.Part) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, cs := range h.clusters {
-		if cs.Name != cluster {
-			continue
-		}
-		if cs.Shard == nil {
-			cs.Shard = &shardStatus{}
-		}
-		cs.Shard.Slots, cs.Shard.Of, cs.Shard.Ranges = p.Slots.Len(), p.Layout.Slots(), p.String()
+	if h.shards == nil {
+		h.shards = map[string]*shardStatus{}
 	}
+	sh := h.shards[cluster]
+	if sh == nil {
+		sh = &shardStatus{}
+		h.shards[cluster] = sh
+	}
+	sh.Slots, sh.Of, sh.Ranges = p.Slots.Len(), p.Layout.Slots(), p.String()
 }
 
 func (h *health) setLeading(leading bool) {
@@ -238,11 +309,14 @@ func (h *health) notReady() []string {
 func (h *health) status() ([]byte, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	for _, cs := range h.clusters {
+		cs.Shard = h.shards[cs.Name]
+	}
 	return json.MarshalIndent(struct {
 		Leading  bool             `json:"leading"`
 		Ring     *ringStatus      `json:"ring,omitempty"`
 		Clusters []*clusterStatus `json:"clusters"`
-	}{h.leading, h.ring, h.clusters}, "", "  ")
+	}{h.leading, h.ring, append(slices.Clip(h.clusters), h.refused...)}, "", "  ")
 }
 
 func (h *health) handler() http.Handler {

@@ -23,9 +23,9 @@ func TestHealthDown(t *testing.T) {
 	}
 	h := newHealth(cfg)
 	h.setLeading(true)
-	h.reached(0, "https://127.0.0.1")
-	h.down(0, 0, "config.yaml:3: resources[0]: CRD not applied: spec.loaves: would be removed")
-	h.record(0, 1, engine.ResourceReport{}, nil)
+	h.reached(config.LocalCluster, "https://127.0.0.1")
+	h.down(config.LocalCluster, 0, "config.yaml:3: resources[0]: CRD not applied: spec.loaves: would be removed")
+	h.record(config.LocalCluster, 1, engine.ResourceReport{}, nil)
 	readyz := func() (int, string) {
 		rec := httptest.NewRecorder()
 		h.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
@@ -36,8 +36,8 @@ func TestHealthDown(t *testing.T) {
 	if code != http.StatusServiceUnavailable || body != want {
 		t.Errorf("/readyz: %d %q, want 503 %q", code, body, want)
 	}
-	h.reached(0, "https://127.0.0.1")
-	h.record(0, 0, engine.ResourceReport{}, nil)
+	h.reached(config.LocalCluster, "https://127.0.0.1")
+	h.record(config.LocalCluster, 0, engine.ResourceReport{}, nil)
 	if code, body := readyz(); code != http.StatusOK || !strings.HasPrefix(body, "ok") {
 		t.Errorf("/readyz once the CRD is applied: %d %q", code, body)
 	}

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -78,6 +77,13 @@ type daemon struct {
 	// connected holds the kubernetes.Interface of each cluster, by name,
 	// while its passes run.
 	connected sync.Map
+	// claims holds the API servers the clusters reach.
+	claims *serverClaims
+	// want says whether this replica runs the passes of a cluster; nil:
+	// every cluster. Asked again on every tick of the shortest interval,
+	// and whenever rebalance fires (nil: never).
+	want      func(cluster string) bool
+	rebalance <-chan struct{}
 }
 
 func runDaemon(ctx context.Context, g *globals) error {
@@ -90,7 +96,7 @@ func runDaemon(ctx context.Context, g *globals) error {
 	defer func() { _ = log.Sync() }()
 	reg, metrics := newRegistry()
 	d := &daemon{g: g, cfg: cfg, log: log, home: p.home, targets: p.targets, reg: reg, metrics: metrics, health: newHealth(cfg),
-		passNow: make(chan os.Signal, 1), passTimeout: g.passTimeout}
+		passNow: make(chan os.Signal, 1), passTimeout: g.passTimeout, claims: p.claims}
 	// Caught from the start: SIGUSR1's default action would kill a
 	// follower, or a leader not yet running its passes.
 	signal.Notify(d.passNow, syscall.SIGUSR1)
@@ -302,58 +308,43 @@ func (d *daemon) checkLease(ctx context.Context, name string) error {
 
 // passes runs a pass over each resource of each cluster on its own
 // interval until ctx ends. Every cluster has its own engine: its own
-// clients, limiter, write budget and workers.
+// clients, limiter, write budget and workers. The clusters are those of
+// the configuration and of the Secrets it selects, read again on every
+// tick of the shortest interval; a supervisor starts and stops them.
 func (d *daemon) passes(ctx context.Context) error {
 	select {
 	case <-d.passNow: // sent while following: the first pass is now anyway
 	default:
 	}
-	var mu sync.Mutex
-	// By cluster: a cluster whose passes restart replaces its engine.
-	engines := make([]*engine.Engine, len(d.targets))
-	var rebalanced <-chan struct{}
-	view := &ringView{}
+	var changed <-chan struct{}
+	var kick chan struct{}
 	if d.ring != nil {
-		rebalanced = d.ring.Changed()
+		changed, kick = d.ring.Changed(), make(chan struct{}, 1)
+		d.rebalance = kick
 	}
+	s := newSupervisor(d)
+	view := &ringView{}
 	go func() {
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-rebalanced:
-				// Work taken over is repaired now, not an interval later.
-				gained := d.updateRing(view)
-				mu.Lock()
-				for i, t := range d.targets {
-					if engines[i] != nil && slices.Contains(gained, t.cfg.Name) {
-						engines[i].PassNow()
-					}
+			case <-changed:
+				// The clusters to run may have changed, and work taken
+				// over where one runs is repaired now, not an interval
+				// later.
+				s.passNowIn(d.updateRing(view))
+				select {
+				case kick <- struct{}{}:
+				default:
 				}
-				mu.Unlock()
 			case <-d.passNow:
 				d.log.Info("Pass requested", zap.String("signal", "SIGUSR1"))
-				mu.Lock()
-				for _, e := range engines {
-					if e != nil {
-						e.PassNow()
-					}
-				}
-				mu.Unlock()
+				s.passNow()
 			}
 		}
 	}()
-	var wg sync.WaitGroup
-	for i, t := range d.targets {
-		wg.Go(func() {
-			d.syncCluster(ctx, i, t, func(e *engine.Engine) {
-				mu.Lock()
-				engines[i] = e
-				mu.Unlock()
-			})
-		})
-	}
-	wg.Wait()
+	s.run(ctx)
 	return ctx.Err()
 }
 
@@ -362,7 +353,7 @@ func (d *daemon) passes(ctx context.Context) error {
 // passes until ctx ends; started receives its engine. When the kubeconfig
 // file of the cluster names another server, the passes stop and all of it
 // starts again with clients for that server.
-func (d *daemon) syncCluster(ctx context.Context, c int, t *target, started func(*engine.Engine)) {
+func (d *daemon) syncCluster(ctx context.Context, t *target, started func(*engine.Engine)) {
 	log := t.log
 	if len(t.resources) == 0 {
 		log.Info("No watched resource in the cluster")
@@ -373,8 +364,9 @@ func (d *daemon) syncCluster(ctx context.Context, c int, t *target, started func
 		interval = min(interval, r.Interval)
 	}
 	d.metrics.SetClusterUp(t.cfg.Name, t.ready())
-	for d.awaitReady(ctx, c, t, interval) {
-		if !d.runCluster(ctx, c, t, started) {
+	c := t.cfg.Name
+	for d.awaitReady(ctx, t, interval) {
+		if !d.runCluster(ctx, t, started) {
 			return
 		}
 		log.Info("Reconnecting", zap.String("server", t.server()))
@@ -386,7 +378,7 @@ func (d *daemon) syncCluster(ctx context.Context, c int, t *target, started func
 
 // awaitReady makes cluster t ready, retrying with backoff; false when ctx
 // ended first.
-func (d *daemon) awaitReady(ctx context.Context, c int, t *target, interval time.Duration) bool {
+func (d *daemon) awaitReady(ctx context.Context, t *target, interval time.Duration) bool {
 	for failures := 1; !t.ready(); failures++ {
 		// Discovery and the schemas are asked with no context: a cluster
 		// that hangs must not hold up a shutdown, so the answer is awaited
@@ -403,7 +395,7 @@ func (d *daemon) awaitReady(ctx context.Context, c int, t *target, interval time
 			break
 		}
 		d.metrics.SetClusterUp(t.cfg.Name, false)
-		d.health.unreachable(c, err)
+		d.health.unreachable(t.cfg.Name, err)
 		wait := engine.Backoff(interval, failures)
 		t.log.Warn("Cluster not ready", zap.Error(err), zap.Int("attempt", failures), zap.Duration("retryIn", wait))
 		timer := time.NewTimer(wait)
@@ -421,7 +413,8 @@ func (d *daemon) awaitReady(ctx context.Context, c int, t *target, interval time
 // until its kubeconfig file names another server: then it returns true.
 // The cluster resyncd runs in is not followed to another server, as its
 // Lease is where it is: its requests fail until resyncd restarts.
-func (d *daemon) runCluster(ctx context.Context, c int, t *target, started func(*engine.Engine)) bool {
+func (d *daemon) runCluster(ctx context.Context, t *target, started func(*engine.Engine)) bool {
+	c := t.cfg.Name
 	d.health.reached(c, t.server())
 	for i, why := range t.down {
 		d.health.down(c, i, why)

@@ -141,6 +141,12 @@ func (g *globals) connect(log *zap.Logger, c config.Cluster) (*clients, error) {
 			return nil, fmt.Errorf("load kubeconfig: %w", err)
 		}
 	}
+	return g.newClients(rc, c, moved)
+}
+
+// newClients makes the clients of cluster c from rc, tuned as every
+// cluster's are; moved is closed when rc's files name another server.
+func (g *globals) newClients(rc *rest.Config, c config.Cluster, moved <-chan struct{}) (*clients, error) {
 	rc.UserAgent = "resyncd/" + version
 	// A server that accepts connections and never answers (hung, or a
 	// black-holing proxy) must fail the request, not hold it forever.
@@ -211,6 +217,9 @@ type prepared struct {
 	home *clients
 	// targets are the clusters, in the configuration's order.
 	targets []*target
+	// claims holds the API servers the targets reach, those of clusters
+	// from Secrets too.
+	claims *serverClaims
 }
 
 // target is one cluster, as the commands see it.
@@ -220,6 +229,10 @@ type target struct {
 	log       *zap.Logger
 	// claims holds the API servers every cluster of the command reaches.
 	claims *serverClaims
+	// secret is the server and credentials of a cluster from a Secret,
+	// which its clients are made from; nil for a cluster of the
+	// configuration file.
+	secret *rest.Config
 	// cl and renderers are set once the cluster answered: it serves every
 	// watched resource, and the graphs are type-checked against its schemas.
 	cl        *clients
@@ -292,8 +305,9 @@ func (g *globals) prepare() (*prepared, error) {
 		return nil, err
 	}
 	p := &prepared{cfg: cfg, log: log}
-	needHome := cfg.LeaderElection.Enabled || cfg.Sharding.Enabled || cfg.Metrics.Secure
+	needHome := cfg.LeaderElection.Enabled || cfg.Sharding.Enabled || cfg.Metrics.Secure || len(cfg.ClusterSecrets) > 0
 	claims := &serverClaims{by: map[string]string{}}
+	p.claims = claims
 	for _, c := range cfg.Clusters {
 		p.targets = append(p.targets, &target{cfg: c, resources: cfg.ResourcesIn(c.Name),
 			log: log.With(zap.String("cluster", c.Name)), claims: claims})
@@ -341,7 +355,7 @@ func (g *globals) readyTarget(cfg *config.Config, t *target) error {
 			t.disconnect()
 		}
 		if t.cl == nil {
-			cl, err := g.connect(t.log, t.cfg)
+			cl, err := g.connectTarget(t)
 			if err != nil {
 				return err
 			}
@@ -378,9 +392,27 @@ func (g *globals) readyTarget(cfg *config.Config, t *target) error {
 		return nil
 	}()
 	if err != nil && !t.cfg.Home() {
-		return fmt.Errorf("cluster %s (%s): %w", t.cfg.Name, t.cfg.Kubeconfig, err)
+		return fmt.Errorf("cluster %s (%s): %w", t.cfg.Name, t.source(), err)
 	}
 	return err
+}
+
+// connectTarget builds the clients of cluster t: from its Secret's
+// server and credentials, or through connect.
+func (g *globals) connectTarget(t *target) (*clients, error) {
+	if t.secret != nil {
+		return g.newClients(rest.CopyConfig(t.secret), t.cfg, nil)
+	}
+	return g.connect(t.log, t.cfg)
+}
+
+// source names where cluster t comes from, in messages: its kubeconfig
+// file, or its Secret.
+func (t *target) source() string {
+	if t.cfg.Secret != "" {
+		return "Secret " + t.cfg.Secret
+	}
+	return t.cfg.Kubeconfig
 }
 
 // kubeSystemUID returns the UID of the server's kube-system namespace,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -45,12 +46,9 @@ func (d *daemon) share(ctx context.Context) error {
 	if err := d.checkLease(ctx, ring.LeaseName()); err != nil {
 		return exitWith(1, err)
 	}
-	names := make([]string, len(d.targets))
-	for i, t := range d.targets {
-		names[i] = t.cfg.Name
-	}
-	ring.SetClusters(names)
-	d.ring = ring
+	// The supervisor gives the ring the clusters, those of Secrets
+	// included, and runs those the ring gives this replica work in.
+	d.ring, d.want = ring, ring.Wants
 	d.metrics.SetLeader(true)
 	d.health.setRing(id, ring.LeaseName())
 	d.health.setLeading(true)
@@ -93,6 +91,15 @@ func (d *daemon) share(ctx context.Context) error {
 			d.log.Warn("Ring stopped with an error", zap.Error(rerr))
 		}
 		return err
+	}
+}
+
+// shareClusters gives the ring, when the replica is in one, every
+// cluster whose work it shares: those of the configuration and of the
+// Secrets accepted.
+func (d *daemon) shareClusters(names []string) {
+	if d.ring != nil {
+		d.ring.SetClusters(names)
 	}
 }
 
@@ -172,8 +179,10 @@ func (d *daemon) updateRing(v *ringView) []string {
 	defer v.mu.Unlock()
 	var gained []string
 	owned := map[string]float64{}
-	for _, t := range d.targets {
-		c := t.cfg.Name
+	// The ring's clusters, those of Secrets included; one gone from them
+	// is forgotten by the supervisor, series and all.
+	clusters := slices.Concat(d.ring.Clusters(), slices.Collect(maps.Keys(held)))
+	for _, c := range slices.Compact(slices.Sorted(slices.Values(clusters))) {
 		p := held[c]
 		owned[c] = p.Fraction()
 		before := v.held[c]

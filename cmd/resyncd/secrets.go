@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"maps"
+	"slices"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/resyncd/resyncd/config"
+)
+
+// secretReader reads, through resyncd's own connection, the clusters that
+// the Secrets of the configuration's clusterSecrets hold: one LIST per
+// entry and call, no watch. What a LIST that fails would have found is
+// taken to be what the last one found: an API server that is away for a
+// moment stops no cluster.
+type secretReader struct {
+	kube    kubernetes.Interface
+	entries []config.ClusterSecret
+	log     *zap.Logger
+	// last is what the last LIST of each entry found.
+	last [][]secretCluster
+	// failed is the error of each entry's last LIST, "" when it
+	// succeeded: a LIST that keeps failing is logged once.
+	failed []string
+	// said is what was last logged of each Secret read: why it was
+	// refused, or "" when it was not.
+	said map[string]string
+}
+
+// secretCluster is one Secret read.
+type secretCluster struct {
+	config.SecretCluster
+	// secret is the Secret's namespace/name.
+	secret string
+	// sum hashes the Secret's name and data: a Secret whose sum changed
+	// holds new credentials (a token rotated), or another server.
+	sum [sha256.Size]byte
+	// err is why the Secret is refused.
+	err error
+}
+
+func newSecretReader(kube kubernetes.Interface, entries []config.ClusterSecret, log *zap.Logger) *secretReader {
+	return &secretReader{kube: kube, entries: entries, log: log,
+		last: make([][]secretCluster, len(entries)), failed: make([]string, len(entries)), said: map[string]string{}}
+}
+
+// read LISTs the Secrets of every entry and returns the clusters they
+// hold, refused ones with the reason, in the configuration's order of
+// the entries, then by namespace and name; a Secret two entries select
+// is read once.
+func (r *secretReader) read(ctx context.Context) []secretCluster {
+	var out []secretCluster
+	seen := map[string]bool{}
+	for i, e := range r.entries {
+		for _, sc := range r.list(ctx, i, e) {
+			if !seen[sc.secret] {
+				seen[sc.secret] = true
+				out = append(out, sc)
+			}
+		}
+	}
+	for key := range r.said {
+		if !seen[key] {
+			delete(r.said, key)
+		}
+	}
+	return out
+}
+
+// list LISTs the Secrets of entry i, e, and reads each.
+func (r *secretReader) list(ctx context.Context, i int, e config.ClusterSecret) []secretCluster {
+	list, err := r.kube.CoreV1().Secrets(e.Namespace).List(ctx, metav1.ListOptions{LabelSelector: e.LabelSelector})
+	if err != nil {
+		if ctx.Err() == nil && r.failed[i] != err.Error() {
+			r.log.Warn("Cluster Secrets not listed", zap.String("namespace", e.Namespace),
+				zap.String("labelSelector", e.LabelSelector), zap.Error(err))
+		}
+		r.failed[i] = err.Error()
+		return r.last[i]
+	}
+	if r.failed[i] != "" {
+		r.log.Info("Cluster Secrets listed again", zap.String("namespace", e.Namespace), zap.String("labelSelector", e.LabelSelector))
+	}
+	r.failed[i] = ""
+	found := make([]secretCluster, 0, len(list.Items))
+	for _, s := range list.Items {
+		found = append(found, readSecret(&s))
+	}
+	r.last[i] = found
+	return found
+}
+
+// readSecret reads the cluster Secret s holds.
+func readSecret(s *corev1.Secret) secretCluster {
+	sc := secretCluster{secret: s.Namespace + "/" + s.Name, sum: secretSum(s)}
+	sc.SecretCluster, sc.err = config.ClusterFromSecret(s.Name, s.Data)
+	return sc
+}
+
+// secretSum hashes the name and the data of s, not its labels or
+// annotations: editing those restarts nothing.
+func secretSum(s *corev1.Secret) [sha256.Size]byte {
+	h := sha256.New()
+	field := func(b []byte) {
+		_ = binary.Write(h, binary.BigEndian, uint64(len(b)))
+		h.Write(b)
+	}
+	field([]byte(s.Namespace + "/" + s.Name))
+	for _, k := range slices.Sorted(maps.Keys(s.Data)) {
+		field([]byte(k))
+		field(s.Data[k])
+	}
+	var sum [sha256.Size]byte
+	copy(sum[:], h.Sum(nil))
+	return sum
+}
+
+// report logs, once per change, that the Secret of sc is refused and why
+// (err), or that it no longer is.
+func (r *secretReader) report(sc secretCluster, err error) {
+	why := ""
+	if err != nil {
+		why = err.Error()
+	}
+	before, known := r.said[sc.secret]
+	r.said[sc.secret] = why
+	switch {
+	case why != "" && why != before:
+		r.log.Warn("Cluster Secret refused", zap.String("secret", sc.secret), zap.String("cluster", sc.Name),
+			zap.String("format", string(sc.Format)), zap.String("reason", why))
+	case why == "" && known && before != "":
+		r.log.Info("Cluster Secret accepted", zap.String("secret", sc.secret), zap.String("cluster", sc.Name))
+	}
+}
