@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -69,17 +70,20 @@ type clusterReport struct {
 	engine.Report
 }
 
-// passOnce runs one pass over every cluster at once, each with its own
-// engine, and returns their reports in the configuration's order. A
+// passOnce runs one pass over every cluster at once, those of the Secrets
+// the configuration selects too, each with its own engine, and returns
+// their reports in the configuration's order, then the Secrets'. A
 // cluster that does not answer fails alone: its error is returned with
 // the others', and every other cluster's pass runs. with gives the options
 // of a cluster's engine (Log and REST are set here) and what to call when
 // its pass is over.
 func (g *globals) passOnce(ctx context.Context, p *prepared, with func(*target) (engine.Options, func())) ([]clusterReport, error) {
-	reps := make([]clusterReport, len(p.targets))
-	errs := make([]error, len(p.targets))
+	fromSecrets, secretsErr := p.secretTargets(ctx)
+	targets := append(slices.Clip(p.targets), fromSecrets...)
+	reps := make([]clusterReport, len(targets))
+	errs := make([]error, len(targets), len(targets)+1)
 	var wg sync.WaitGroup
-	for i, t := range p.targets {
+	for i, t := range targets {
 		reps[i].cluster = t.cfg.Name
 		wg.Go(func() {
 			if !t.ready() {
@@ -109,7 +113,7 @@ func (g *globals) passOnce(ctx context.Context, p *prepared, with func(*target) 
 		})
 	}
 	wg.Wait()
-	return reps, errors.Join(errs...)
+	return reps, errors.Join(append(errs, secretsErr)...)
 }
 
 // clusterPrefix is "NAME/" when the configuration lists clusters, else "".

@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +45,9 @@ type secretCluster struct {
 	// sum hashes the Secret's name and data: a Secret whose sum changed
 	// holds new credentials (a token rotated), or another server.
 	sum [sha256.Size]byte
+	// created is when the Secret was created: of two that name one
+	// cluster, the older keeps it.
+	created time.Time
 	// err is why the Secret is refused.
 	err error
 }
@@ -99,7 +105,7 @@ func (r *secretReader) list(ctx context.Context, i int, e config.ClusterSecret) 
 
 // readSecret reads the cluster Secret s holds.
 func readSecret(s *corev1.Secret) secretCluster {
-	sc := secretCluster{secret: s.Namespace + "/" + s.Name, sum: secretSum(s)}
+	sc := secretCluster{secret: s.Namespace + "/" + s.Name, sum: secretSum(s), created: s.CreationTimestamp.Time}
 	sc.SecretCluster, sc.err = config.ClusterFromSecret(s.Name, s.Data)
 	return sc
 }
@@ -138,4 +144,71 @@ func (r *secretReader) report(sc secretCluster, err error) {
 	case why == "" && known && before != "":
 		r.log.Info("Cluster Secret accepted", zap.String("secret", sc.secret), zap.String("cluster", sc.Name))
 	}
+}
+
+// takenNames maps the name of each cluster of the configuration,
+// targets, to its key.
+func takenNames(targets []*target) map[string]string {
+	taken := make(map[string]string, len(targets))
+	for i, t := range targets {
+		taken[t.cfg.Name] = fmt.Sprintf("clusters[%d]", i)
+	}
+	return taken
+}
+
+// claimNames gives each Secret of found that is not refused the name of
+// its cluster, the oldest Secret first, unless taken (cluster name → what
+// has it) has it already: then it is refused. The oldest first, so that a
+// Secret created beside the one of a running cluster, under any name,
+// cannot take its cluster, and a restart changes nothing. It returns
+// found, in its order, with the reason of each refused.
+func claimNames(taken map[string]string, found []secretCluster) []secretCluster {
+	out := slices.Clone(found)
+	order := make([]int, len(out))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return out[a].created.Compare(out[b].created) })
+	for _, i := range order {
+		sc := &out[i]
+		if other, ok := taken[sc.Name]; ok && sc.err == nil {
+			sc.err = fmt.Errorf("the cluster name %q is taken by %s; give one of the two another name", sc.Name, other)
+		}
+		if sc.err == nil {
+			taken[sc.Name] = "the Secret " + sc.secret
+		}
+	}
+	return out
+}
+
+// newSecretTarget is the cluster that the Secret read sc holds.
+func newSecretTarget(cfg *config.Config, log *zap.Logger, claims *serverClaims, sc secretCluster) *target {
+	c := cfg.ClusterOfSecret(sc.Name, sc.secret)
+	return &target{cfg: c, resources: cfg.ResourcesIn(c.Name), log: log.With(zap.String("cluster", c.Name)),
+		claims: claims, secret: sc.REST}
+}
+
+// secretTargets reads the Secrets the configuration selects, once, for
+// a command that runs one pass, and returns the clusters they hold; a
+// Secret refused, or a LIST that failed, is an error of its own.
+func (p *prepared) secretTargets(ctx context.Context) ([]*target, error) {
+	if len(p.cfg.ClusterSecrets) == 0 {
+		return nil, nil
+	}
+	r := newSecretReader(p.home.kube, p.cfg.ClusterSecrets, zap.NewNop())
+	var out []*target
+	var errs []error
+	for _, sc := range claimNames(takenNames(p.targets), r.read(ctx)) {
+		if sc.err != nil {
+			errs = append(errs, fmt.Errorf("cluster %s (Secret %s): refused: %w", sc.Name, sc.secret, sc.err))
+			continue
+		}
+		out = append(out, newSecretTarget(p.cfg, p.log, p.claims, sc))
+	}
+	for i, e := range p.cfg.ClusterSecrets {
+		if r.failed[i] != "" {
+			errs = append(errs, fmt.Errorf("%s: clusterSecrets[%d]: list the Secrets in %s: %s", p.cfg.Where(fmt.Sprintf("clusterSecrets[%d]", i)), i, e.Namespace, r.failed[i]))
+		}
+	}
+	return out, errors.Join(errs...)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/sha256"
-	"fmt"
 	"sync"
 	"time"
 
@@ -181,16 +180,14 @@ func (s *supervisor) start(ctx context.Context, w wantedCluster) {
 }
 
 // wanted returns the clusters that should run, in order: those of the
-// configuration, then, with readSecrets, those of the Secrets (those
-// that run first). A Secret that is refused, or
+// configuration, then, with readSecrets, those of the Secrets. A Secret that is refused, or
 // whose cluster's name another cluster has, is listed in /statusz with
 // the reason instead.
 func (s *supervisor) wanted(ctx context.Context, readSecrets bool) []wantedCluster {
 	var out []wantedCluster
-	taken := map[string]string{} // cluster name → what has it
+	taken := takenNames(s.d.targets)
 	names := make([]string, 0, len(s.d.targets))
-	for i, t := range s.d.targets {
-		taken[t.cfg.Name] = fmt.Sprintf("clusters[%d]", i)
+	for _, t := range s.d.targets {
 		names = append(names, t.cfg.Name)
 		if s.d.wants(t.cfg.Name) {
 			out = append(out, wantedCluster{t: t})
@@ -203,53 +200,20 @@ func (s *supervisor) wanted(ctx context.Context, readSecrets bool) []wantedClust
 		return out
 	}
 	var refused []*clusterStatus
-	for _, sc := range s.claimOrder(s.secrets.read(ctx)) {
-		err := sc.err
-		if other, ok := taken[sc.Name]; ok && err == nil {
-			err = fmt.Errorf("the cluster name %q is taken by %s; give one of the two another name", sc.Name, other)
-		}
-		s.secrets.report(sc, err)
-		if err != nil {
-			refused = append(refused, &clusterStatus{Name: sc.Name, Secret: sc.secret, Error: "refused: " + err.Error(), Resources: []*resourceStatus{}})
+	for _, sc := range claimNames(taken, s.secrets.read(ctx)) {
+		s.secrets.report(sc, sc.err)
+		if sc.err != nil {
+			refused = append(refused, &clusterStatus{Name: sc.Name, Secret: sc.secret, Error: "refused: " + sc.err.Error(), Resources: []*resourceStatus{}})
 			continue
 		}
-		taken[sc.Name] = "the Secret " + sc.secret
 		names = append(names, sc.Name)
 		if s.d.wants(sc.Name) {
-			out = append(out, wantedCluster{t: s.d.secretTarget(sc), sum: sc.sum})
+			out = append(out, wantedCluster{t: newSecretTarget(s.d.cfg, s.d.log, s.d.claims, sc), sum: sc.sum})
 		}
 	}
 	s.d.shareClusters(names)
 	s.d.health.setRefused(refused)
 	return out
-}
-
-// claimOrder is found with the Secrets whose clusters run first: of two
-// Secrets that name one cluster, the one that holds it keeps it, and the
-// other is refused, whatever the order of their names.
-func (s *supervisor) claimOrder(found []secretCluster) []secretCluster {
-	s.mu.Lock()
-	holds := make(map[string]bool, len(s.runs))
-	for _, r := range s.runs {
-		holds[r.t.cfg.Secret+"\x00"+r.t.cfg.Name] = true
-	}
-	s.mu.Unlock()
-	out := make([]secretCluster, 0, len(found))
-	for _, first := range []bool{true, false} {
-		for _, sc := range found {
-			if holds[sc.secret+"\x00"+sc.Name] == first {
-				out = append(out, sc)
-			}
-		}
-	}
-	return out
-}
-
-// secretTarget is the cluster that the Secret read sc holds.
-func (d *daemon) secretTarget(sc secretCluster) *target {
-	c := d.cfg.ClusterOfSecret(sc.Name, sc.secret)
-	return &target{cfg: c, resources: d.cfg.ResourcesIn(c.Name), log: d.log.With(zap.String("cluster", c.Name)),
-		claims: d.claims, secret: sc.REST}
 }
 
 // wants reports whether this replica runs the cluster named cluster.
