@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/resyncd/resyncd/config"
+	"github.com/resyncd/resyncd/internal/fixture"
+)
+
+// TestSupervisorWant: a cluster runs only while the daemon wants it; the
+// answer is asked again when rebalance fires, and a cluster no longer
+// wanted is stopped and leaves /statusz, and comes back when wanted again.
+func TestSupervisorWant(t *testing.T) {
+	cfg := &config.Config{
+		Clusters:  []config.Cluster{{Name: "a"}, {Name: "b"}},
+		Resources: []config.Resource{{Group: "resyncd.io", Version: "v1alpha1", Resource: "httpservices", Interval: time.Hour}},
+	}
+	var wantB atomic.Bool
+	wantB.Store(true)
+	rebalance := make(chan struct{})
+	claims := &serverClaims{by: map[string]string{}}
+	d := &daemon{cfg: cfg, log: zap.NewNop(), health: newHealth(cfg), claims: claims, rebalance: rebalance,
+		want: func(c string) bool { return c == "a" || wantB.Load() }}
+	for _, c := range cfg.Clusters {
+		// No resource: its passes stop at once, as they do in a cluster
+		// that watches none, and the supervisor keeps it as it is.
+		d.targets = append(d.targets, &target{cfg: c, log: zap.NewNop(), claims: claims})
+	}
+	s := newSupervisor(d)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { s.run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	runs := func() map[string]bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		out := map[string]bool{}
+		for name := range s.runs {
+			out[name] = true
+		}
+		return out
+	}
+	listed := func(name string) bool {
+		d.health.mu.Lock()
+		defer d.health.mu.Unlock()
+		return d.health.index(name) >= 0
+	}
+	fire := func() {
+		t.Helper()
+		select {
+		case rebalance <- struct{}{}:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the supervisor does not listen to rebalance")
+		}
+	}
+	fixture.Eventually(t, "a and b run", 10*time.Second, func() bool { r := runs(); return r["a"] && r["b"] })
+
+	wantB.Store(false)
+	fire()
+	fixture.Eventually(t, "b stopped and gone from /statusz", 10*time.Second, func() bool {
+		r := runs()
+		return r["a"] && !r["b"] && listed("a") && !listed("b")
+	})
+
+	wantB.Store(true)
+	fire()
+	fixture.Eventually(t, "b back", 10*time.Second, func() bool { r := runs(); return r["b"] && listed("b") })
+}
