@@ -85,6 +85,9 @@ func TestClusterSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := startDaemon(t, dir, "  []\nclusterSecrets:\n  - {namespace: "+secrets+", labelSelector: resyncd.io/test=cluster}", ns, "--kubeconfig", home)
+	// Set up: client-go's process-wide logger and metrics are set by the
+	// daemon before it serves, and not while this test's clients use them.
+	fixture.Eventually(t, "/statusz served", 30*time.Second, func() bool { return d.statusOf() != nil })
 	put := func(name string, data map[string][]byte) {
 		t.Helper()
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: secrets, Labels: map[string]string{"resyncd.io/test": "cluster"}}, Data: data}
