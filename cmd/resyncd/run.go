@@ -383,8 +383,12 @@ func (d *daemon) awaitReady(ctx context.Context, t *target, interval time.Durati
 		// Discovery and the schemas are asked with no context: a cluster
 		// that hangs must not hold up a shutdown, so the answer is awaited
 		// here, and left behind when ctx ends.
-		ready := make(chan error, 1)
-		go func() { ready <- d.g.readyTarget(d.cfg, t) }()
+		ready, checked := make(chan error, 1), make(chan struct{})
+		t.checking = checked
+		go func() {
+			defer close(checked)
+			ready <- d.g.readyTarget(d.cfg, t)
+		}()
 		var err error
 		select {
 		case <-ctx.Done():
@@ -421,10 +425,12 @@ func (d *daemon) runCluster(ctx context.Context, t *target, started func(*engine
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if !t.cfg.Home() && t.cl.moved != nil {
+	if moved := t.cl.moved; !t.cfg.Home() && moved != nil {
+		// moved is read here: t is disconnected once the passes stopped,
+		// maybe before this goroutine ran.
 		go func() {
 			select {
-			case <-t.cl.moved:
+			case <-moved:
 				cancel()
 			case <-runCtx.Done():
 			}

@@ -240,6 +240,17 @@ type target struct {
 	// down are the resources, by index in resources, whose CRD resyncd
 	// refused to apply, and why: they have no pass while the others run.
 	down map[int]string
+	// checking is closed when the last check of the cluster's readiness
+	// has returned; one left behind when the passes stopped still uses
+	// the target. Set and awaited by the goroutine of the passes.
+	checking <-chan struct{}
+}
+
+// settle waits for a check of t's readiness left behind to return.
+func (t *target) settle() {
+	if t.checking != nil {
+		<-t.checking
+	}
 }
 
 func (t *target) ready() bool { return t.renderers != nil }

@@ -38,7 +38,11 @@ type clusterRun struct {
 	// configuration.
 	sum    [sha256.Size]byte
 	cancel context.CancelFunc
-	done   chan struct{}
+	// stopped is closed when the passes have stopped, done once the
+	// cluster is disconnected too (which waits for a check of its
+	// readiness left behind, at most a request's timeout): a shutdown
+	// waits for stopped, a restart for done.
+	stopped, done chan struct{}
 	// engine is set once the passes started; guarded by the supervisor.
 	engine *engine.Engine
 }
@@ -81,7 +85,7 @@ func (s *supervisor) run(ctx context.Context) {
 			}
 			s.mu.Unlock()
 			for _, r := range runs {
-				<-r.done
+				<-r.stopped
 			}
 			return
 		case <-ticker.C:
@@ -139,7 +143,6 @@ func (s *supervisor) reconcile(ctx context.Context, readSecrets bool) {
 			continue // writing its batch in flight: started again, or forgotten, once it stopped
 		}
 		delete(s.runs, name)
-		r.t.disconnect()
 		if !ok {
 			s.d.metrics.ForgetCluster(name)
 			s.d.health.remove(name)
@@ -161,21 +164,23 @@ func (s *supervisor) start(ctx context.Context, w wantedCluster) {
 	}
 	s.d.health.add(t.cfg, t.resources)
 	runCtx, cancel := context.WithCancel(ctx)
-	r := &clusterRun{t: t, sum: w.sum, cancel: cancel, done: make(chan struct{})}
+	r := &clusterRun{t: t, sum: w.sum, cancel: cancel, stopped: make(chan struct{}), done: make(chan struct{})}
 	s.runs[t.cfg.Name] = r
 	go func() {
-		defer func() {
-			close(r.done)
-			select {
-			case s.exited <- struct{}{}:
-			default:
-			}
-		}()
 		s.d.syncCluster(runCtx, t, func(e *engine.Engine) {
 			s.mu.Lock()
 			r.engine = e
 			s.mu.Unlock()
 		})
+		close(r.stopped)
+		t.settle()
+		// Its claims released before another run of the name may start.
+		t.disconnect()
+		close(r.done)
+		select {
+		case s.exited <- struct{}{}:
+		default:
+		}
 	}()
 }
 
