@@ -8,8 +8,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // ServiceCIDR is the API server's Service IP range. envtest's default /24
@@ -83,6 +85,9 @@ func Start(opts Options) (*Env, error) {
 		crdDirs = []string{filepath.Join(root, "deploy", "crds")}
 	}
 
+	// envtest logs through controller-runtime's logger, which otherwise
+	// prints a warning and a stack trace half a minute later.
+	ctrllog.SetLogger(logr.Discard())
 	te := &envtest.Environment{
 		BinaryAssetsDirectory:    binDir,
 		CRDDirectoryPaths:        crdDirs,
