@@ -23,7 +23,8 @@ func metaName(namespace, name string) metav1.ObjectMeta {
 // health answers /healthz, /readyz and /statusz. A process is ready when
 // it follows (it has nothing to do), or when it leads and the last pass
 // over every watched resource of the clusters it reaches through its own
-// connection succeeded. A cluster of a kubeconfig file that is down does
+// connection succeeded; a replica of a ring counts only the clusters it
+// holds work in. A cluster of a kubeconfig file that is down does
 // not make it unready: restarting would not bring that cluster back.
 // /statusz says, cluster by cluster, how the last passes went.
 type health struct {
@@ -288,6 +289,9 @@ func (h *health) notReady() []string {
 	for _, cs := range h.clusters {
 		if !cs.Home {
 			continue
+		}
+		if sh := h.shards[cs.Name]; h.ring != nil && (sh == nil || sh.Slots == 0) {
+			continue // a replica of a ring with no work in the cluster: nothing to be ready for
 		}
 		for _, rs := range cs.Resources {
 			name := clusterPrefix(cs.Name, h.listed) + rs.Resource

@@ -8,6 +8,7 @@ import (
 
 	"github.com/resyncd/resyncd/config"
 	"github.com/resyncd/resyncd/engine"
+	"github.com/resyncd/resyncd/shard"
 )
 
 // TestHealthDown: a resource whose CRD was refused makes /readyz say so,
@@ -40,5 +41,38 @@ func TestHealthDown(t *testing.T) {
 	h.record(config.LocalCluster, 0, engine.ResourceReport{}, nil)
 	if code, body := readyz(); code != http.StatusOK || !strings.HasPrefix(body, "ok") {
 		t.Errorf("/readyz once the CRD is applied: %d %q", code, body)
+	}
+}
+
+// TestHealthRing: a replica of a ring is ready while it holds no work in
+// its home cluster, and once it does, only when its passes there succeed.
+func TestHealthRing(t *testing.T) {
+	cfg := &config.Config{
+		Clusters:  []config.Cluster{{Name: config.LocalCluster}},
+		Resources: []config.Resource{{Group: "resyncd.io", Version: "v1alpha1", Resource: "httpservices", Renderer: "httpservice", Mode: config.ModeEnforce}},
+	}
+	h := newHealth(cfg)
+	h.setLeading(true)
+	h.setRing("replica-1", "resyncd-replica-1")
+	if why := h.notReady(); len(why) != 0 {
+		t.Errorf("not ready without work: %v", why)
+	}
+	layout := shard.LayoutOf([]string{"a", "b"})
+	h.setShard(config.LocalCluster, shard.Part{Layout: layout, Slots: 1})
+	if why := h.notReady(); len(why) != 1 || !strings.Contains(why[0], "no pass finished yet") {
+		t.Errorf("holding half the cluster before its first pass: %v, want not ready", why)
+	}
+	h.record(config.LocalCluster, 0, engine.ResourceReport{Parents: 1, Sharded: true}, nil)
+	if why := h.notReady(); len(why) != 0 {
+		t.Errorf("not ready after a pass: %v", why)
+	}
+	body, err := h.status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"identity": "replica-1"`, `"slots": 1`, `"of": 2`, `"serverSelector": "server"`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/statusz has no %s:\n%s", want, body)
+		}
 	}
 }
