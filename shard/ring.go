@@ -94,6 +94,7 @@ type Ring struct {
 	cur      *coordinationv1.Lease // this replica's Lease as last written; nil: to be read
 	renewed  time.Time             // the last renewal written
 	joined   bool                  // the Lease is this process's
+	joinedAt time.Time             // when it became so
 	lost     bool
 	seen     map[string]sighting // by Lease name, the others
 	// layouts are the layout Lease's, by cluster; layoutLease as read.
@@ -340,6 +341,7 @@ func (r *Ring) renew(ctx context.Context) (bool, error) {
 	}
 	if !r.joined {
 		r.opt.Log.Info("Joined the ring", zap.String("lease", r.lease), zap.String("identity", r.opt.Identity))
+		r.joinedAt = now
 	}
 	r.cur, r.renewed, r.joined, r.published = written, now, true, pending
 	return true, nil
@@ -475,6 +477,10 @@ func (r *Ring) follow(ctx context.Context) (bool, error) {
 		r.notify()
 	}
 	whole, groups := Groups(r.clusters, members)
+	// Only a replica that has watched the ring for a lease duration has
+	// seen every live replica renew: before, replicas started together
+	// would each take everything for a moment, and pass over all of it.
+	watching := now.Sub(r.joinedAt) < r.opt.LeaseDuration
 	clusters := slices.Concat(r.clusters, slices.Collect(maps.Keys(r.held)), slices.Collect(maps.Keys(r.pending)))
 	before := maps.Clone(r.held)
 	unwritten := false
@@ -485,6 +491,8 @@ func (r *Ring) follow(ctx context.Context) (bool, error) {
 		r.grouped[c] = mine
 		layout, want := Layout{}, Set(0)
 		switch {
+		case watching:
+			layout = r.using[c]
 		case whole:
 			if mine {
 				want = layout.All()

@@ -36,6 +36,8 @@ type ringTest struct {
 	mu         sync.Mutex
 	replicas   map[string]*replica
 	overlaps   []string
+	// sole is a replica seen holding every namespace.
+	sole string
 }
 
 const (
@@ -118,11 +120,21 @@ func (rt *ringTest) owners() map[string][]string {
 }
 
 func (rt *ringTest) checkOverlap() {
-	for ns, ids := range rt.owners() {
+	owners := rt.owners()
+	by := map[string]int{}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	for ns, ids := range owners {
 		if len(ids) > 1 {
-			rt.mu.Lock()
 			rt.overlaps = append(rt.overlaps, fmt.Sprintf("%s held by %v", ns, ids))
-			rt.mu.Unlock()
+		}
+		for _, id := range ids {
+			by[id]++
+		}
+	}
+	for id, n := range by {
+		if n == len(rt.namespaces) {
+			rt.sole = id
 		}
 	}
 }
@@ -151,16 +163,25 @@ func (rt *ringTest) settled(members int) map[string]string {
 	return nil
 }
 
-// TestRingHandsOver: three replicas split 30 namespaces; one killed, the
+// TestRingHandsOver: three replicas started a moment apart split 30
+// namespaces, the first not taking everything before the others come; one
+// killed, the
 // two others take its namespaces once its Lease expired, and keep nearly
 // all of theirs; a replacement and a fourth join, and the fourth takes
 // about a quarter. At no moment do two replicas hold one namespace.
 func TestRingHandsOver(t *testing.T) {
 	rt := newRingTest(t, "ring-handover", 30)
+	// Pods of one rollout start a moment apart.
 	for _, id := range []string{"r1", "r2", "r3"} {
 		rt.start(id)
+		time.Sleep(2 * testRetry)
 	}
 	three := rt.settled(3)
+	rt.mu.Lock()
+	if rt.sole != "" {
+		t.Errorf("%s held every namespace while the three started: it took work before it had watched the ring", rt.sole)
+	}
+	rt.mu.Unlock()
 	killed := time.Now()
 	rt.kill("r2")
 	two := rt.settled(2)
