@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/resyncd/resyncd/internal/testenv"
+	"github.com/resyncd/resyncd/shard"
 )
 
 func TestParseTraffic(t *testing.T) {
@@ -57,6 +60,13 @@ apiserver_watch_events_sizes_count{group="",resource="services",version="v1"} 2
 	if d := got.sub(Traffic{Requests: 2, Bytes: 500}); d.Requests != 20 || d.Bytes != 4000 || d.Writes() != 12 {
 		t.Errorf("sub: %+v", d)
 	}
+	by, err := parseBytes(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]float64{"deployments": 4000, "services": 500}; !maps.Equal(by, want) {
+		t.Errorf("parseBytes: %v, want %v", by, want)
+	}
 }
 
 func TestStatOf(t *testing.T) {
@@ -88,7 +98,8 @@ func TestBenchRuns(t *testing.T) {
 	results, doc := filepath.Join(dir, "results.json"), filepath.Join(dir, "benchmarks.md")
 	cmd := exec.Command(filepath.Join(dir, "bench"), "-sizes", "10", "-reps", "1", "-resyncd", filepath.Join(dir, "resyncd"),
 		"-work", filepath.Join(dir, "work"), "-out", results, "-doc", doc,
-		"-tradeoff-n", "10", "-window", "8s", "-intervals", "2s,1h", "-latency-span", "4s", "-latency-changes", "4", "-depth-n", "10")
+		"-tradeoff-n", "10", "-window", "8s", "-intervals", "2s,1h", "-latency-span", "4s", "-latency-changes", "4", "-depth-n", "10",
+		"-ring-n", "200")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("bench: %v\n%s", err, out)
 	}
@@ -132,12 +143,14 @@ func TestBenchRuns(t *testing.T) {
 	}
 	checkTradeOff(t, res.TradeOff)
 	checkGraphDepth(t, res.GraphDepth)
+	checkRing(t, res.Ring)
 	md, err := os.ReadFile(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(md), "### N = 10") || !strings.Contains(string(md), "| resyncd |") || !strings.Contains(string(md), "| steady pass, requests | 4 | 8 | 2.00× |") ||
-		!strings.Contains(string(md), "### The trade-off against watching, at N = 10") || !strings.Contains(string(md), "### Graph depth, at N = 10") {
+		!strings.Contains(string(md), "### The trade-off against watching, at N = 10") || !strings.Contains(string(md), "### Graph depth, at N = 10") ||
+		!strings.Contains(string(md), "### Replicas sharing the work") || !strings.Contains(string(md), "| the largest of the 3 |") {
 		t.Errorf("report has no table for N = 10:\n%s", md)
 	}
 	// -from writes the same report from the samples alone.
@@ -190,6 +203,53 @@ func checkTradeOff(t *testing.T, to *TradeOff) {
 			if s <= 0 {
 				t.Errorf("drift latency under %s: a change repaired %v s after it was made", l.Contender, s)
 			}
+		}
+	}
+}
+
+// checkRing: the one replica's passes and each ring replica's LISTed
+// every parent of its share and nothing else, the replicas' shares add up
+// to every parent, and every process has a peak RSS.
+func checkRing(t *testing.T, rr *RingRun) {
+	t.Helper()
+	if rr == nil || !slices.Equal(rr.Sizes, []int{200}) {
+		t.Fatalf("ring: %+v, want the figure at N = 200", rr)
+	}
+	shares := map[int]int{} // by repetition, the parents of the replicas' steady passes
+	seen := map[string]int{}
+	for _, s := range rr.Samples {
+		seen[s.Contender+" "+s.Phase]++
+		if s.Error != "" || (s.PeakRSS <= 0 && s.Replica != ringAll) {
+			t.Errorf("ring %s %s %s: error %q, peak RSS %d", s.Contender, s.Replica, s.Phase, s.Error, s.PeakRSS)
+		}
+		lists := 4 // the parents, and each kind of child: Deployments, Services, HPAs (none)
+		if s.Replica == ringAll {
+			lists = 4 * ringReplicas
+		}
+		if s.Traffic.Lists != float64(lists) || s.Traffic.Requests != float64(lists) {
+			t.Errorf("ring %s %s %s: %+v, want %d LISTs and nothing else", s.Contender, s.Replica, s.Phase, s.Traffic, lists)
+		}
+		switch {
+		case s.Contender == ringOneName && s.Parents != 200, s.Replica == ringAll && s.Parents != 200:
+			t.Errorf("ring %s %s %s: %d parents, want 200", s.Contender, s.Replica, s.Phase, s.Parents)
+		case s.Contender == ringThreeName && (s.Phase == "steady" || s.Phase == "first"):
+			if s.Parents == 0 || s.Parents == 200 {
+				t.Errorf("ring %s %s: %d parents, want a share", s.Replica, s.Phase, s.Parents)
+			}
+			if s.Phase == "steady" {
+				shares[s.Rep] += s.Parents
+			}
+		}
+	}
+	for rep, n := range shares {
+		if n != 200 {
+			t.Errorf("ring, repetition %d: the replicas' passes held %d parents, want 200", rep, n)
+		}
+	}
+	for k, want := range map[string]int{ringOneName + " first": 1, ringOneName + " steady": 1, ringThreeName + " first": ringReplicas,
+		ringThreeName + " steady": ringReplicas, ringThreeName + " together": 1} {
+		if seen[k] != want {
+			t.Errorf("ring: %d samples of %s, want %d", seen[k], k, want)
 		}
 	}
 }
@@ -417,5 +477,102 @@ func TestBaselineReport(t *testing.T) {
 	res.Samples = res.Samples[:2]
 	if got := summarize(res).tables(); strings.Contains(got, "baseline") {
 		t.Errorf("a baseline without -baseline:\n%s", got)
+	}
+}
+
+// TestRingReport: each replica's figures, the largest of them against
+// the one replica's, the targets met or not, and a sample with an error
+// kept out of the figures.
+func TestRingReport(t *testing.T) {
+	steady := func(c, replica string, rep int, parents int, bytes float64, pass float64, rss int64) *Sample {
+		return &Sample{Contender: c, N: ringTargetN, Rep: rep, Phase: "steady", Replica: replica, Parents: parents,
+			PassSeconds: pass, PeakRSS: rss, Traffic: Traffic{Requests: 4, Lists: 4, Bytes: bytes}}
+	}
+	var ss []*Sample
+	for rep := 1; rep <= 3; rep++ {
+		ss = append(ss, steady(ringOneName, "", rep, 300, 300<<10, 3, 200<<20))
+		ss = append(ss, steady(ringThreeName, "replica-1", rep, 100, 100<<10, 1, 90<<20), steady(ringThreeName, "replica-2", rep, 110, 110<<10, 1.2, 100<<20),
+			steady(ringThreeName, "replica-3", rep, 90, 90<<10, 0.9, 95<<20))
+		ss = append(ss, &Sample{Contender: ringThreeName, N: ringTargetN, Rep: rep, Phase: "together", Replica: ringAll, Parents: 300,
+			Seconds: 2, PassSeconds: 1.5, Traffic: Traffic{Requests: 12, Bytes: 300 << 10}})
+	}
+	ss = append(ss, &Sample{Contender: ringOneName, N: ringTargetN, Rep: 1, Phase: "first", Parents: 300, PassSeconds: 6, PeakRSS: 200 << 20},
+		&Sample{Contender: ringThreeName, N: ringTargetN, Rep: 1, Phase: "first", Replica: "replica-2", Parents: 110, PassSeconds: 2.5, PeakRSS: 100 << 20},
+		&Sample{Contender: ringThreeName, N: ringTargetN, Rep: 4, Phase: "steady", Replica: "replica-1", Parents: 300, Traffic: Traffic{Bytes: 1 << 30},
+			Error: "replica-2 ended a pass meanwhile"})
+	res := &Results{Ring: &RingRun{Sizes: []int{ringTargetN}, Samples: ss}}
+	figs := ringFigs(res.Ring)
+	if len(figs) != 1 || len(figs[0].Replicas) != 3 || figs[0].Failed != 1 || figs[0].Replicas[0].Bytes.Count != 3 {
+		t.Fatalf("ring figures: %+v, want one N of three replicas and one sample left out", figs)
+	}
+	var got []string
+	for _, tg := range ringTargets(figs[0]) {
+		got = append(got, fmt.Sprintf("%s %s %v", tg.Want, tg.Got, tg.Met))
+	}
+	if want := []string{"≤ 0.4× 0.37× true", "≤ 0.5× 0.50× true"}; !slices.Equal(got, want) {
+		t.Errorf("ring targets %q, want %q", got, want)
+	}
+	md := summarize(res).ring()
+	for _, want := range []string{
+		"| 1 replica, sharding off | 300 | 4 | 300 | 3.00 | 6.00 | 200 | — |",
+		"| replica-2 | 110 | 4 | 110 | 1.20 | 2.50 | 100 | — |",
+		"| the largest of the 3 | 110 | 4 | 110 | 1.20 | 2.50 | 100 | — |",
+		"requests 1.00×, bytes 0.37×, pass 0.40×, peak RSS 0.50×",
+		"1 sample(s) left out of the figures: replica-2 ended a pass meanwhile",
+		"Targets (at this N)",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("no %q in:\n%s", want, md)
+		}
+	}
+	if summarize(&Results{}).ring() != "" {
+		t.Error("a ring section without a ring figure")
+	}
+}
+
+// TestRingSettled: the ring is settled when each namespace is held by
+// one replica, every replica holds some, and none waits.
+func TestRingSettled(t *testing.T) {
+	namespaces := ringNamespaces(200)
+	// Cut by the namespaces' hashes, as the ring's layout is: sequential
+	// names hash close together, so thirds of the hash space would not do.
+	var hashes []uint64
+	for _, ns := range namespaces {
+		hashes = append(hashes, shard.Hash(ns))
+	}
+	slices.Sort(hashes)
+	bounds := []uint64{0, hashes[3], hashes[6], math.MaxUint64}
+	split := func(i int) []shard.Range { // the i-th of three ranges
+		lo := bounds[i]
+		if i > 0 {
+			lo++
+		}
+		return []shard.Range{{Lo: lo, Hi: bounds[i+1]}}
+	}
+	whole := []shard.Range{{Lo: 0, Hi: math.MaxUint64}}
+	three := []ringClaims{{identity: "a", held: split(0)}, {identity: "b", held: split(1)}, {identity: "c", held: split(2)}}
+	for _, tc := range []struct {
+		name   string
+		claims []ringClaims
+		want   bool
+	}{
+		{"three thirds", three, true},
+		{"one holds everything", []ringClaims{{identity: "a", held: whole}, {identity: "b"}, {identity: "c"}}, false},
+		{"one waits", []ringClaims{three[0], three[1], {identity: "c", held: split(2), pending: split(1)}}, false},
+		{"two hold the same", []ringClaims{three[0], {identity: "b", held: append(split(1), split(2)...)}, three[2]}, false},
+		{"a third unheld", three[:2], false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, got := settled(tc.claims, namespaces, 3); got != tc.want {
+				t.Errorf("settled = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if got, _ := claimsOf(map[string]string{"resyncd.io/identity": "a", "resyncd.io/claims": `{"local":{"held":["0:ff"],"pending":["100:1ff"]}}`}); got.identity != "a" ||
+		!slices.Equal(got.held, []shard.Range{{Lo: 0, Hi: 0xff}}) || !slices.Equal(got.pending, []shard.Range{{Lo: 0x100, Hi: 0x1ff}}) {
+		t.Errorf("claimsOf: %+v", got)
+	}
+	if _, ok := claimsOf(map[string]string{"resyncd.io/layouts": "{}"}); ok {
+		t.Error("claimsOf read the layout Lease as a replica's")
 	}
 }

@@ -77,6 +77,16 @@ func parallel(n int, f func(i int) error) error {
 // reset leaves exactly n HttpServices, new, with no status and no child,
 // spread over ⌈n/100⌉ namespaces.
 func (c *cluster) reset(ctx context.Context, n int) error {
+	names := make([]string, (n+parentsPerNS-1)/parentsPerNS)
+	for i := range names {
+		names[i] = namespaceName(i)
+	}
+	return c.resetIn(ctx, n, names)
+}
+
+// resetIn leaves exactly n HttpServices, new, with no status and no
+// child, spread round-robin over namespaces.
+func (c *cluster) resetIn(ctx context.Context, n int, namespaces []string) error {
 	nss, err := c.cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: benchLabel})
 	if err != nil {
 		return err
@@ -85,15 +95,14 @@ func (c *cluster) reset(ctx context.Context, n int) error {
 	if err != nil {
 		return fmt.Errorf("reset: %w", err)
 	}
-	namespaces := (n + parentsPerNS - 1) / parentsPerNS
-	for i := range namespaces {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespaceName(i), Labels: map[string]string{benchLabel: "true"}}}
+	for _, name := range namespaces {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{benchLabel: "true"}}}
 		if _, err := c.cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 	}
 	err = parallel(n, func(i int) error {
-		_, err := c.dyn.Resource(parentGVR).Namespace(namespaceName(i%namespaces)).Create(ctx, parent(i), metav1.CreateOptions{})
+		_, err := c.dyn.Resource(parentGVR).Namespace(namespaces[i%len(namespaces)]).Create(ctx, parent(i), metav1.CreateOptions{})
 		return err
 	})
 	if err != nil {

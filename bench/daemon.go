@@ -36,6 +36,9 @@ type passLine struct {
 	Msg      string `json:"msg"`
 	Duration string `json:"duration"`
 	Error    string `json:"error"`
+	// Parents is the number of parents the pass listed: with sharding,
+	// those of the replica's share.
+	Parents int `json:"parents"`
 }
 
 func (b *bench) startDaemon(c contender, n int) (*daemon, error) {
@@ -177,6 +180,7 @@ func (r *passRun) pass(ctx context.Context, rep int, phase string, kick bool) (*
 		if dur, err := time.ParseDuration(l.Duration); err == nil {
 			s.PassSeconds = max(s.PassSeconds, dur.Seconds())
 		}
+		s.Parents += l.Parents
 	}
 	s.Seconds = time.Since(start).Seconds()
 	after, err := r.b.traffic(ctx, r.c, r.n)

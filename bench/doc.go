@@ -140,6 +140,29 @@ For each N, each contender in turn:
    under each (the first pass after WebApp is installed, and the first writes in new
    namespaces, are slower); once above N = 2,000. The WebApps and their children are
    deleted before the contenders run.
+6. **Replicas sharing the work** (` + "`-ring-n`" + `, N = 5,000 and 20,000 in ` + "`make bench-scale`" + `,
+   200 in ` + "`make bench-quick`" + `), last, on parents of its own, N/20 namespaces named
+   ` + "`team-0001`" + `, ` + "`team-0002`" + `, … (sequential names hash close together under FNV-1a,
+   the ring's hard case). First, with the namespaces empty, three ` + "`resyncd run`" + `s start
+   at once with the bench's configuration and
+   ` + "`sharding: {enabled: true, identity: replica-N}`" + `, the ring's Leases in
+   ` + "`resyncd-system`" + ` (leaseDuration, renewDeadline and retryPeriod at their defaults);
+   the bench waits until the Leases show every namespace held by one replica, each
+   replica holding some and none waiting. The ring forms before the work comes, as a
+   fleet's replicas do: a replica that starts while it is alone holds everything until
+   the others join, and at a start of all replicas at once its first pass can be the
+   whole cluster's (seen here). Then the N HttpServices are loaded and converged by an
+   unmeasured ` + "`resyncd once`" + ` (the ring's passes run only when the bench starts them
+   with SIGUSR1; the interval is a day). Then one ` + "`resyncd run`" + ` with the bench's
+   configuration, sharding off: its first pass and ` + "`-reps`" + ` steady passes. Then the
+   ring: each replica's first pass, and ` + "`-reps`" + ` rounds of a steady pass of each replica
+   alone, so that the API server's counts from the signal to the end of the pass are
+   that replica's (a pass another replica ended meanwhile keeps the sample out of
+   the figures), and one of the three at once. The API server's sharded LIST
+   (` + "`ShardedListAndWatch`" + `) is on. The figures: each replica's parents, requests, bytes
+   and pass seconds, and its peak RSS and heap over its whole run, against the one
+   replica's; the target is each replica's bytes within 0.4× and peak RSS within
+   0.5× of the one replica's at N = 20,000.
 
 Requests and bytes come from the API server's own metrics
 (` + "`apiserver_request_total`" + `, ` + "`apiserver_response_sizes`" + `, ` + "`apiserver_watch_events_sizes`" + `),
@@ -210,6 +233,14 @@ runtime, the binary and memory the runtime has not yet returned.
   children and a status a parent), so the chain's cost is its renders again. Fields
   another controller fills later (a Deployment's ` + "`status.availableReplicas`" + `) would
   wait for a later pass; none runs here.
+- **Replicas sharing the work** each LIST their share: the requests stay the same
+  (⌈share/500⌉ pages a collection, at least one), the objects fall with the
+  share. Bytes are what the server sent on the wire, and it gzips only a response
+  of more than 128 KiB: a replica's LIST of a few dozen Deployments or Services goes
+  out uncompressed, so at small N (200) a replica of three receives more bytes than
+  one replica of all; from pages of a few hundred objects on, every response is
+  gzipped, and a replica's bytes follow its share. A replica's memory keeps the
+  fixed part of a process (about 50 MiB) and the part that grows with its share.
 - **Drift latency** under resyncd is the wait for the next pass (uniform over the
   interval) plus the pass: half an interval at the median, an interval at the
   most. Under a watch it is the event's delivery and one reconcile.

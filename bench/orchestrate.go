@@ -152,8 +152,15 @@ type Sample struct {
 	Others  int `json:"others,omitempty"`
 	Drifted int `json:"drifted,omitempty"`
 	// StillDrifted counts drifted children not repaired after the run.
-	StillDrifted int    `json:"stillDrifted,omitempty"`
-	Error        string `json:"error,omitempty"`
+	StillDrifted int `json:"stillDrifted,omitempty"`
+	// Replica is the ring figure's replica the sample is of ("all": the
+	// ring's replicas at once).
+	Replica string `json:"replica,omitempty"`
+	// Parents is the number of parents the measured passes listed.
+	Parents int `json:"parents,omitempty"`
+	// BytesByCollection is Traffic.Bytes by collection (ring figure).
+	BytesByCollection map[string]float64 `json:"bytesByCollection,omitempty"`
+	Error             string             `json:"error,omitempty"`
 }
 
 // Results is everything one bench run measured.
@@ -170,6 +177,9 @@ type Results struct {
 	TradeOff *TradeOff `json:"tradeOff,omitempty"`
 	// GraphDepth is what depth costs a graph's convergence, at one N.
 	GraphDepth *GraphDepth `json:"graphDepth,omitempty"`
+	// Ring is one replica against three sharing the work, at each N of
+	// -ring-n.
+	Ring *RingRun `json:"ring,omitempty"`
 }
 
 type bench struct {
@@ -193,6 +203,8 @@ type bench struct {
 	tradeOffOpts tradeOffOptions
 	// depthN is the N at which graph depth is measured; 0: nowhere.
 	depthN int
+	// ringN are the Ns of the ring figure; none: not measured.
+	ringN []int
 }
 
 func orchestrate(args []string) error {
@@ -210,6 +222,8 @@ func orchestrate(args []string) error {
 	only := fs.String("only", "", "run only these contenders, comma-separated (development)")
 	profile := fs.String("profile", "", "write pprof CPU and heap profiles of every resyncd run into this directory")
 	depthN := fs.Int("depth-n", 0, "measure the passes and seconds to converge this many WebApps under a graph four deep and one deep (0: not at all; with -only, only if it lists "+depthName+")")
+	ringN := fs.String("ring-n", "", "measure one resyncd run against "+strconv.Itoa(ringReplicas)+
+		" sharing the work at these Ns, comma-separated (none: not at all; with -only, only if it lists "+ringThreeName+")")
 	from := fs.String("from", "", "write the report of this results file (-out of an earlier run) to -doc, and run nothing")
 	var to tradeOffOptions
 	fs.IntVar(&to.n, "tradeoff-n", 0, "measure the trade-off against watching at this N, one of -sizes (0: not at all)")
@@ -224,7 +238,7 @@ func orchestrate(args []string) error {
 	if *from != "" {
 		return reportFrom(*from, *doc)
 	}
-	ns, err := parseSizes(*sizes)
+	ns, err := parseSizes("-sizes", *sizes)
 	if err != nil {
 		return err
 	}
@@ -234,6 +248,12 @@ func orchestrate(args []string) error {
 			return fmt.Errorf("-intervals %q: %q is not a positive duration", *intervals, f)
 		}
 		to.intervals = append(to.intervals, iv)
+	}
+	var rings []int
+	if *ringN != "" {
+		if rings, err = parseSizes("-ring-n", *ringN); err != nil {
+			return err
+		}
 	}
 	if to.n != 0 && !slices.Contains(ns, to.n) {
 		return fmt.Errorf("-tradeoff-n %d: not one of -sizes %s", to.n, *sizes)
@@ -252,7 +272,7 @@ func orchestrate(args []string) error {
 		return err
 	}
 	b.coldMax, b.profile = *coldMax, *profile
-	b.tradeOffN, b.tradeOffOpts, b.depthN = to.n, to, *depthN
+	b.tradeOffN, b.tradeOffOpts, b.depthN, b.ringN = to.n, to, *depthN, rings
 	if *baseline != "" {
 		if b.baseline, err = filepath.Abs(*baseline); err == nil {
 			_, err = os.Stat(b.baseline)
@@ -297,7 +317,7 @@ func orchestrate(args []string) error {
 		return runErr
 	}
 	report := summarize(res)
-	fmt.Print(report.tables() + report.scale() + report.tradeOff() + report.graphDepth())
+	fmt.Print(report.tables() + report.scale() + report.tradeOff() + report.graphDepth() + report.ring())
 	if *doc != "" {
 		if err := os.WriteFile(*doc, []byte(report.markdown(*out)), 0o644); err != nil {
 			return err
@@ -313,8 +333,27 @@ func orchestrate(args []string) error {
 // contender later: the server slows as a bench goes on (its etcd's history
 // grows), and a contender measured after the others would seem slower than
 // it is. At -tradeoff-n, the trade-off against watching follows. Graph
-// depth, at -depth-n, goes first, on WebApps of its own, removed after.
+// depth, at -depth-n, goes first, on WebApps of its own, removed after;
+// the ring figure, at -ring-n, last, on parents of its own.
 func (b *bench) runAll(ctx context.Context, res *Results, sizes []int, reps int, drift float64) error {
+	if err := b.runContenders(ctx, res, sizes, reps, drift); err != nil {
+		return err
+	}
+	if len(b.ringN) == 0 || (b.only != nil && !b.only[ringThreeName]) {
+		return nil
+	}
+	res.Ring = &RingRun{Sizes: b.ringN}
+	for _, n := range b.ringN {
+		if err := b.measureRing(ctx, res.Ring, n, reps); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runContenders measures graph depth, then every contender at every
+// size.
+func (b *bench) runContenders(ctx context.Context, res *Results, sizes []int, reps int, drift float64) error {
 	if b.depthN > 0 && (b.only == nil || b.only[depthName]) {
 		if err := b.measureDepth(ctx, res, b.depthN, reps); err != nil {
 			return err
@@ -390,18 +429,19 @@ func reportFrom(path, doc string) error {
 	}
 	report := summarize(&res)
 	if doc == "" {
-		fmt.Print(report.tables() + report.scale() + report.tradeOff() + report.graphDepth())
+		fmt.Print(report.tables() + report.scale() + report.tradeOff() + report.graphDepth() + report.ring())
 		return nil
 	}
 	return os.WriteFile(doc, []byte(report.markdown(path)), 0o644)
 }
 
-func parseSizes(s string) ([]int, error) {
+// parseSizes reads the numbers of the flag named name.
+func parseSizes(name, s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 {
-			return nil, fmt.Errorf("-sizes %q: %q is not a positive number", s, f)
+			return nil, fmt.Errorf("%s %q: %q is not a positive number", name, s, f)
 		}
 		out = append(out, n)
 	}

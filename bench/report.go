@@ -495,5 +495,6 @@ func (sum *summary) markdown(jsonPath string) string {
 	p("%s", sum.scale())
 	p("%s", sum.tradeOff())
 	p("%s", sum.graphDepth())
+	p("%s", sum.ring())
 	return b.String()
 }

@@ -110,6 +110,35 @@ func parseTraffic(raw []byte) (Traffic, error) {
 	return t, nil
 }
 
+// scrapeBytes reads from the API server's /metrics what it sent for each
+// bench collection (as in Traffic.Bytes), by collection.
+func scrapeBytes(ctx context.Context, rc rest.Interface) (map[string]float64, error) {
+	raw, err := rc.Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("API server metrics: %w", err)
+	}
+	return parseBytes(raw)
+}
+
+// parseBytes is apiserver_response_sizes and apiserver_watch_events_sizes
+// of the bench collections, by collection.
+func parseBytes(raw []byte) (map[string]float64, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("API server metrics: %w", err)
+	}
+	out := map[string]float64{}
+	for _, name := range []string{"apiserver_response_sizes", "apiserver_watch_events_sizes"} {
+		for _, m := range fams[name].GetMetric() {
+			if r := labelMap(m)["resource"]; benchResources[r] {
+				out[r] += m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	return out, nil
+}
+
 func labelMap(m *dto.Metric) map[string]string {
 	l := map[string]string{}
 	for _, p := range m.GetLabel() {
