@@ -28,14 +28,14 @@ func metaName(namespace, name string) metav1.ObjectMeta {
 // not make it unready: restarting would not bring that cluster back.
 // /statusz says, cluster by cluster, how the last passes went.
 type health struct {
-	mu       sync.Mutex
-	leading  bool
-	listed   bool
-	ring     *ringStatus
+	mu      sync.Mutex
+	leading bool
+	listed  bool
+	ring    *ringStatus
 	// shards are this replica's share of each cluster, by name, kept
 	// apart from the clusters' entries: a cluster starts once the ring
 	// gave it work.
-	shards map[string]*shardStatus
+	shards   map[string]*shardStatus
 	clusters []*clusterStatus
 	// refused are the Secrets read that hold no cluster resyncd syncs.
 	refused []*clusterStatus
