@@ -82,13 +82,14 @@ func TestForgetCluster(t *testing.T) {
 		m.passes.WithLabelValues(c, "httpservices.v1alpha1.resyncd.io", "success").Inc()
 		m.applyDuration.WithLabelValues(c, "create").Observe(0.1)
 	}
+	m.SetShard(2, map[string]float64{"east": 0.5, "west": 0.5})
 	m.ForgetCluster("east")
 	n, err := testutil.GatherAndCount(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 4 {
-		t.Errorf("%d series after east was forgotten, want west's 3 and resyncd_is_leader", n)
+	if n != 6 {
+		t.Errorf("%d series after east was forgotten, want west's 4, resyncd_is_leader and resyncd_shard_members", n)
 	}
 	want := `
 # HELP resyncd_cluster_up 1 when the last pass of every watched resource of the cluster succeeded, 0 when one failed or the cluster could not be reached.
