@@ -421,15 +421,22 @@ func (sum *summary) tables() string {
 		p("| steady pass, KiB received | %s | %s | %s |\n", num(kib(one.Bytes), "%.0f"), num(kib(two.Bytes), "%.0f"), times(two.Bytes, one.Bytes))
 		p("| peak RSS cold, MiB | %s | %s | %s |\n", spread(mib(z.ColdRSS[resyncdName]), "%.0f"), spread(mib(z.ColdRSS[resyncdTwoName]), "%.0f"), times(z.ColdRSS[resyncdTwoName], z.ColdRSS[resyncdName]))
 		p("| peak RSS in sync, MiB | %s | %s | %s |\n", spread(mib(z.SyncRSS[resyncdName]), "%.0f"), spread(mib(z.SyncRSS[resyncdTwoName]), "%.0f"), times(z.SyncRSS[resyncdTwoName], z.SyncRSS[resyncdName]))
-		p("\nTargets:\n\n| target | wanted | measured | met |\n|---|---|---|---|\n")
-		for _, t := range z.Targets {
-			met := "no"
-			if t.Met {
-				met = "yes"
-			}
-			p("| %s | %s | %s | %s |\n", t.What, t.Want, t.Got, met)
+		p("\nTargets:\n\n%s\n", targetTable(z.Targets))
+	}
+	return b.String()
+}
+
+// targetTable renders targets as a Markdown table, each marked met or
+// not.
+func targetTable(targets []target) string {
+	var b strings.Builder
+	b.WriteString("| target | wanted | measured | met |\n|---|---|---|---|\n")
+	for _, t := range targets {
+		met := "no"
+		if t.Met {
+			met = "yes"
 		}
-		p("\n")
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.What, t.Want, t.Got, met)
 	}
 	return b.String()
 }

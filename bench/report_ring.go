@@ -187,15 +187,7 @@ func (sum *summary) ring() string {
 		if z.N == ringTargetN {
 			which = "at this N"
 		}
-		p("Targets (%s):\n\n| target | wanted | measured | met |\n|---|---|---|---|\n", which)
-		for _, tg := range ringTargets(z) {
-			met := "no"
-			if tg.Met {
-				met = "yes"
-			}
-			p("| %s | %s | %s | %s |\n", tg.What, tg.Want, tg.Got, met)
-		}
-		p("\n")
+		p("Targets (%s):\n\n%s\n", which, targetTable(ringTargets(z)))
 	}
 	return b.String()
 }
