@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -283,7 +284,7 @@ func (r *ring) converged(timeout time.Duration) time.Duration {
 		}
 		done := 0
 		for _, p := range list.Items {
-			og, _, _ := unstructuredInt(p.Object, "status", "observedGeneration")
+			og, _, _ := unstructured.NestedInt64(p.Object, "status", "observedGeneration")
 			if og == p.GetGeneration() {
 				done++
 			}
@@ -415,17 +416,4 @@ func (r *ring) noTwoWriters() {
 		}
 	}
 	r.t.Logf("%d handovers of a parent between replicas; the closest writes of two replicas %s apart", handovers, closest.Round(time.Millisecond))
-}
-
-func unstructuredInt(obj map[string]any, fields ...string) (int64, bool, error) {
-	v := any(obj)
-	for _, f := range fields {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return 0, false, nil
-		}
-		v = m[f]
-	}
-	n, ok := v.(int64)
-	return n, ok, nil
 }

@@ -107,11 +107,7 @@ func (rs *resourceState) watches(u *unstructured.Unstructured) bool {
 	if len(rs.cfg.Namespaces) == 0 {
 		return true
 	}
-	ns := u.GetLabels()[desired.LabelParentNamespace]
-	if ns == "" {
-		ns = u.GetNamespace()
-	}
-	return slices.Contains(rs.cfg.Namespaces, ns)
+	return slices.Contains(rs.cfg.Namespaces, parentNamespace(u))
 }
 
 // plan LISTs the parents in scope and plans each as its page arrives:

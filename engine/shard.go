@@ -68,12 +68,15 @@ func (e *Engine) childScope(rs *resourceState, namespaces []string, wide bool) a
 // namespace of its parent (its own, or the one its label names) is in the
 // part the pass acquired.
 func (rs *resourceState) owns(u *unstructured.Unstructured) bool {
-	if rs.part.IsWhole() {
-		return true
+	return rs.part.IsWhole() || rs.part.Has(parentNamespace(u))
+}
+
+// parentNamespace is the namespace of u's parent: the one its label
+// names, for a child placed elsewhere, else u's own (a parent's, or a
+// child's beside its parent).
+func parentNamespace(u *unstructured.Unstructured) string {
+	if ns := u.GetLabels()[desired.LabelParentNamespace]; ns != "" {
+		return ns
 	}
-	ns := u.GetLabels()[desired.LabelParentNamespace]
-	if ns == "" {
-		ns = u.GetNamespace()
-	}
-	return rs.part.Has(ns)
+	return u.GetNamespace()
 }
