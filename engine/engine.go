@@ -89,6 +89,9 @@ type resourceState struct {
 	// ChildTypes, its apply order; prunes go the other way where a child's
 	// own position is not known.
 	kindOrder map[schema.GroupVersionResource]int
+	// whole: the passes read all namespaces as one, since the API server
+	// once listed a namespace out of its storage order (window.go).
+	whole bool
 }
 
 // driftRecord is how long a child has been found drifted, pass after pass.

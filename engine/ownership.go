@@ -112,9 +112,9 @@ func (c *liveChild) managedBy() string {
 
 // uncontrolledOrphan says whether c is a child of a parent of kind gk that
 // carries no controller ownerReference and whose parent is gone.
-func (c *liveChild) uncontrolledOrphan(gk schema.GroupKind, parentNames map[string]bool) bool {
+func (c *liveChild) uncontrolledOrphan(gk schema.GroupKind, hasParent func(namespaceName string) bool) bool {
 	return c.labelled && c.controller == "" && c.parentKind == desired.ParentKind(gk) && c.parentName != "" &&
-		!parentNames[c.parentNS()+"/"+c.parentName]
+		!hasParent(c.parentNS()+"/"+c.parentName)
 }
 
 // withoutOwnerReference is d without the controller ownerReference to p,

@@ -133,11 +133,7 @@ func (e *Engine) SyncOnce(ctx context.Context) (Report, error) {
 // jobs, in the order they run. It writes nothing; only driftCheck server,
 // and tier-1 mismatches that no write will settle, make dry-runs.
 func (e *Engine) planPass(ctx context.Context, rs *resourceState, rep *ResourceReport) ([]*job, error) {
-	children, err := e.readChildren(ctx, rs)
-	if err != nil {
-		return nil, err
-	}
-	jobs, err := e.plan(ctx, rs, children, rep)
+	jobs, err := e.plan(ctx, rs, rep)
 	if err != nil || !hasChecks(jobs) {
 		return jobs, err
 	}

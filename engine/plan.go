@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/resyncd/resyncd/actual"
 	"github.com/resyncd/resyncd/config"
 	"github.com/resyncd/resyncd/desired"
 	"go.uber.org/zap"
@@ -17,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // Drift reasons, the values of the reason label of resyncd_drift_total.
@@ -41,39 +41,88 @@ type externalRead struct {
 	failure *desired.Failure
 }
 
-// readChildren LISTs every kind of child and reduces each as it arrives.
-func (e *Engine) readChildren(ctx context.Context, rs *resourceState) (map[childKey]*liveChild, error) {
-	if err := e.learnParentKind(rs); err != nil {
+// passPlan is what plan holds while it reads one pass's parents and
+// children: the pass-wide parts; each namespace's are its window.
+type passPlan struct {
+	e   *Engine
+	rs  *resourceState
+	rep *ResourceReport
+	now time.Time
+	// held are the children held through the pass: those of wide kinds,
+	// and any found in a namespace other than its parent's. heldClaimed
+	// are those a parent claimed.
+	held        *liveSet
+	heldClaimed map[childKey]bool
+	// deferred are the children whose controller was not among the
+	// parents of their namespace: orphans, unless a parent elsewhere has
+	// that UID.
+	deferred []*liveChild
+	// known and names are every parent's UID and namespace/name.
+	known, names *parentSet
+	seenDrift    map[childKey]driftRecord
+	jobs         []*job
+	orphans      *job
+}
+
+// reduce is reduceChild for the pass's memory, with the fields the
+// renderer of its kind reads; nil for a child of another replica or
+// another watched resource.
+func (pl *passPlan) reduce(u *unstructured.Unstructured, ct desired.ChildType, wide bool) (*liveChild, error) {
+	e, rs := pl.e, pl.rs
+	if wide && !rs.watches(u) {
+		return nil, nil // the child of a parent another entry watches
+	}
+	if !rs.owns(u) {
+		return nil, nil // another replica's
+	}
+	c, err := e.owner.reduceChild(u, ct.GVR, e.keepFields, e.cfg.DriftCheck == config.DriftCheckServer, rs.mem.memo, rs.next.memo)
+	if err != nil {
 		return nil, err
 	}
+	c.keeper = rs.keepers[ct.GVR]
+	c.kept = c.keeper.pick(u.Object)
+	return c, nil
+}
+
+// openChildren reads the children of the wide kinds into held, and starts
+// a stream of each other kind's.
+func (pl *passPlan) openChildren(ctx context.Context) ([]*stream, []desired.ChildType, error) {
+	e, rs := pl.e, pl.rs
 	selector := desired.ChildSelector(rs.parentGVK.GroupKind())
-	children := map[childKey]*liveChild{}
+	var streams []*stream
+	var types []desired.ChildType
 	for _, ct := range rs.renderer.ChildTypes() {
 		namespaces, wide := childNamespaces(rs.cfg, ct)
 		if wide && ct.ClusterScoped && !rs.cfg.ClusterScopedChildren {
 			continue // never written, so there is nothing of it to read
 		}
-		_, err := e.reader.Children(ctx, ct.GVR, e.childScope(rs, namespaces, wide), selector, func(u *unstructured.Unstructured) error {
-			if wide && !rs.watches(u) {
-				return nil // the child of a parent another entry watches
+		scope := e.childScope(rs, namespaces, wide)
+		if !wide {
+			streams = append(streams, pull(ct.GVR.String(), rs.whole, func(fn func(*unstructured.Unstructured) error) (actual.Listed, error) {
+				return e.reader.Children(ctx, ct.GVR, scope, selector, fn)
+			}))
+			types = append(types, ct)
+			continue
+		}
+		_, err := e.reader.Children(ctx, ct.GVR, scope, selector, func(u *unstructured.Unstructured) error {
+			c, err := pl.reduce(u, ct, true)
+			if c != nil {
+				pl.held.add(c)
 			}
-			if !rs.owns(u) {
-				return nil // another replica's
-			}
-			c, err := e.owner.reduceChild(u, ct.GVR, e.keepFields, e.cfg.DriftCheck == config.DriftCheckServer, rs.mem.memo, rs.next.memo)
-			if err != nil {
-				return err
-			}
-			c.keeper = rs.keepers[ct.GVR]
-			c.kept = c.keeper.pick(u.Object)
-			children[c.key] = c
-			return nil
+			return err
 		})
 		if err != nil {
-			return nil, err
+			stopAll(streams)
+			return nil, nil, err
 		}
 	}
-	return children, nil
+	return streams, types, nil
+}
+
+func stopAll(streams []*stream) {
+	for _, s := range streams {
+		s.stop()
+	}
 }
 
 // childNamespaces is where the children of kind ct are LISTed: in the
@@ -110,86 +159,38 @@ func (rs *resourceState) watches(u *unstructured.Unstructured) bool {
 	return slices.Contains(rs.cfg.Namespaces, parentNamespace(u))
 }
 
-// plan LISTs the parents in scope and plans each as its page arrives:
+// plan LISTs the parents in scope and the children beside them, a
+// namespace at a time (window.go), and plans each parent as it arrives:
 // it compares desired and live children and keeps a job for each parent
 // with something to write, in order: by the parent's spec.priority, then
 // the kind of write most needed, then the age of the drift. A parent with
-// nothing to write is dropped at once, so that a steady pass holds no
-// more than a page of parents. Parents outside the label selector, or
-// being deleted, are read too, so that their children are never taken for
-// orphans, but get no work.
-func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[childKey]*liveChild, rep *ResourceReport) ([]*job, error) {
-	now := e.now()
-	claimed := map[childKey]bool{}
-	seenDrift := map[childKey]driftRecord{}
-	known := map[types.UID]bool{}
-	names := map[string]bool{} // namespace/name of every parent
-	// Each parent's children: those it controls, and those that name it by
-	// label and have no controller.
-	byController := map[types.UID][]*liveChild{}
-	byName := map[string][]*liveChild{}
-	for _, c := range children {
-		switch {
-		case c.controller != "":
-			byController[c.controller] = append(byController[c.controller], c)
-		case c.labelled && c.parentName != "":
-			byName[c.parentNS()+"/"+c.parentName] = append(byName[c.parentNS()+"/"+c.parentName], c)
-		}
+// nothing to write is dropped at once, and a namespace's children once
+// its parents are planned, so that a steady pass holds no more than a
+// namespace. Parents outside the label selector, or being deleted, are
+// read too, so that their children are never taken for orphans, but get
+// no work.
+func (e *Engine) plan(ctx context.Context, rs *resourceState, rep *ResourceReport) ([]*job, error) {
+	if err := e.learnParentKind(rs); err != nil {
+		return nil, err
 	}
-	var jobs []*job
+	pl := &passPlan{e: e, rs: rs, rep: rep, now: e.now(), held: newLiveSet(), heldClaimed: map[childKey]bool{},
+		known: newParentSet(), names: newParentSet(), seenDrift: map[childKey]driftRecord{}}
+	pl.orphans = &job{since: pl.now}
+	if rs.cfg.Mode == config.ModeWarn {
+		pl.orphans.withheld = WithheldWarn
+	}
+	children, types, err := pl.openChildren(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer stopAll(children)
 	scope, _ := e.parentScope(rs)
-	listed, err := e.reader.Parents(ctx, rs.gvr, scope, func(p *unstructured.Unstructured) error {
-		if !rs.owns(p) {
-			rep.Foreign++ // the server ignored the shard selector, or none was sent
-			return nil
-		}
-		known[p.GetUID()] = true
-		names[p.GetNamespace()+"/"+p.GetName()] = true
-		if rs.parentGVK.Kind == "" {
-			rs.parentGVK = p.GroupVersionKind()
-		}
-		if p.GetDeletionTimestamp() != nil {
-			// Being deleted: the garbage collector removes its children (in
-			// the foreground, before the parent). Re-creating them would
-			// fight it, and the status is of no more use.
-			return nil
-		}
-		if !rs.selector.Matches(labels.Set(p.GetLabels())) {
-			return nil
-		}
-		rep.Parents++
-		mine := slices.Concat(byController[p.GetUID()], byName[p.GetNamespace()+"/"+p.GetName()])
-		var ext externalRead
-		if rs.externals != nil {
-			var err error
-			if ext.found, ext.failure, err = e.resolveExternals(ctx, rs, p, rep); err != nil {
-				return err
-			}
-		}
-		if e.stillIdle(rs, p, children, mine, claimed, rep, ext) {
-			return nil
-		}
-		statusFields := ownedStatusFields(p, e.cfg.FieldManager)
-		p.SetManagedFields(nil) // not needed any more; the largest part of a small object
-		sort.Slice(mine, func(a, b int) bool { return mine[a].key.less(mine[b].key) })
-		j := e.planParent(rs, p, children, mine, claimed, seenDrift, now, rep, ext)
-		j.statusFields = statusFields
-		e.planUnrendered(rs, j, mine, claimed, seenDrift, now, rep)
-		if !e.idle(rs, j) {
-			jobs = append(jobs, j)
-			return nil
-		}
-		j.fold(rs.next, rep) // the no-ops its plan relied on
-		if e.cfg.DriftCheck != config.DriftCheckServer && !e.keepFields && len(j.taken)+len(j.held)+len(j.refused) == 0 {
-			key := memoKey{uid: p.GetUID(), resourceVersion: p.GetResourceVersion()}
-			rs.next.idle[key] = j.synced
-			if rs.externals != nil {
-				rs.next.idleExternal[key] = externalVersions(j.external)
-			}
-		}
-		return nil
+	parents := pull(rs.name, rs.whole, func(fn func(*unstructured.Unstructured) error) (actual.Listed, error) {
+		return e.reader.Parents(ctx, rs.gvr, scope, fn)
 	})
-	if listed.Kind != "" {
+	defer parents.stop()
+	err = pl.read(ctx, parents, children, types)
+	if listed := parents.listed; listed.Kind != "" {
 		// Children name their parent by kind, known from the LIST even
 		// when no parent is left.
 		rs.parentGVK = rs.gvr.GroupVersion().WithKind(listed.Kind)
@@ -197,38 +198,174 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 	// Lists of custom resources do not echo the selector (an
 	// UnstructuredList has no shardInfo in Kubernetes 1.37): a server that
 	// returned nothing of another replica's applied it as well.
-	rep.Sharded = scope.ShardSelector != "" && (listed.Sharded || rep.Foreign == 0)
+	rep.Sharded = scope.ShardSelector != "" && (parents.listed.Sharded || rep.Foreign == 0)
+	var unsorted *unsortedError
+	if errors.As(err, &unsorted) {
+		rs.whole = true
+		return nil, err
+	}
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("%s is not served by the API server (its CustomResourceDefinition removed?): %w", rs.name, err)
 	}
 	if err != nil {
 		return nil, err
 	}
-	// Children whose parent is gone. The children of a parent that failed
-	// to render, or is outside the label selector, are left alone.
-	orphans := &job{since: now}
-	if rs.cfg.Mode == config.ModeWarn {
-		orphans.withheld = WithheldWarn
-	}
-	for _, k := range sortedKeys(children) {
-		c := children[k]
-		if claimed[k] {
-			continue
-		}
-		if (c.controlledBy(rs.parentGVK) && !known[c.controller]) || c.uncontrolledOrphan(rs.parentGVK.GroupKind(), names) {
-			e.planPrune(rs, orphans, c, seenDrift, now, rep)
+	// The children held through the pass whose parent is gone, and those
+	// whose controller was not in their namespace.
+	for _, k := range sortedKeys(pl.held.children) {
+		c := pl.held.children[k]
+		if !pl.heldClaimed[k] && pl.orphaned(c) {
+			e.planPrune(rs, pl.orphans, c, pl.seenDrift, pl.now, rep)
 		}
 	}
-	rs.drift = seenDrift
-	for _, j := range jobs {
+	for _, c := range pl.deferred {
+		if !pl.known.has(string(c.controller)) {
+			e.planPrune(rs, pl.orphans, c, pl.seenDrift, pl.now, rep)
+		}
+	}
+	rs.drift = pl.seenDrift
+	for _, j := range pl.jobs {
 		rs.pruneOrder(j.prunes)
 	}
-	rs.pruneOrder(orphans.prunes)
-	if len(orphans.prunes) > 0 {
-		jobs = append(jobs, orphans)
+	rs.pruneOrder(pl.orphans.prunes)
+	jobs := pl.jobs
+	if len(pl.orphans.prunes) > 0 {
+		jobs = append(jobs, pl.orphans)
 	}
 	sortJobs(jobs)
 	return jobs, nil
+}
+
+// read reads parents and children namespace by namespace: each
+// namespace's children, then its parents, then what of its children no
+// parent claimed.
+func (pl *passPlan) read(ctx context.Context, parents *stream, children []*stream, types []desired.ChildType) error {
+	all := append([]*stream{parents}, children...)
+	for _, s := range all {
+		if err := s.advance(); err != nil {
+			return err
+		}
+	}
+	for {
+		ns, ok := nextWindow(all)
+		if !ok {
+			return nil
+		}
+		w := newWindow(ns)
+		for i, s := range children {
+			for s.in(ns) {
+				c, err := pl.reduce(s.head, types[i], false)
+				if err != nil {
+					return err
+				}
+				if c != nil {
+					if pl.rs.whole || c.parentNS() == ns {
+						w.live.add(c)
+					} else {
+						pl.held.add(c) // beside another namespace than its parent's
+					}
+				}
+				if err := s.advance(); err != nil {
+					return err
+				}
+			}
+		}
+		for parents.in(ns) {
+			if err := pl.parent(ctx, parents.head, w); err != nil {
+				return err
+			}
+			if err := parents.advance(); err != nil {
+				return err
+			}
+		}
+		pl.close(w)
+	}
+}
+
+// parent plans p, a parent of window w.
+func (pl *passPlan) parent(ctx context.Context, p *unstructured.Unstructured, w *window) error {
+	e, rs, rep := pl.e, pl.rs, pl.rep
+	if !rs.owns(p) {
+		rep.Foreign++ // the server ignored the shard selector, or none was sent
+		return nil
+	}
+	name := p.GetNamespace() + "/" + p.GetName()
+	w.known[p.GetUID()], w.names[name] = true, true
+	pl.known.add(string(p.GetUID()))
+	pl.names.add(name)
+	if rs.parentGVK.Kind == "" {
+		rs.parentGVK = p.GroupVersionKind()
+	}
+	if p.GetDeletionTimestamp() != nil {
+		// Being deleted: the garbage collector removes its children (in
+		// the foreground, before the parent). Re-creating them would
+		// fight it, and the status is of no more use.
+		return nil
+	}
+	if !rs.selector.Matches(labels.Set(p.GetLabels())) {
+		return nil
+	}
+	rep.Parents++
+	mine := slices.Concat(w.live.mine(p.GetUID(), name), pl.held.mine(p.GetUID(), name))
+	live := func(k childKey) *liveChild {
+		if c := w.live.children[k]; c != nil {
+			return c
+		}
+		return pl.held.children[k]
+	}
+	var ext externalRead
+	if rs.externals != nil {
+		var err error
+		if ext.found, ext.failure, err = e.resolveExternals(ctx, rs, p, rep); err != nil {
+			return err
+		}
+	}
+	claimed := claimSet{window: w.claimed, held: pl.heldClaimed, isHeld: func(k childKey) bool { return pl.held.children[k] != nil }}
+	if e.stillIdle(rs, p, live, mine, claimed, rep, ext) {
+		return nil
+	}
+	statusFields := ownedStatusFields(p, e.cfg.FieldManager)
+	p.SetManagedFields(nil) // not needed any more; the largest part of a small object
+	sort.Slice(mine, func(a, b int) bool { return mine[a].key.less(mine[b].key) })
+	j := e.planParent(rs, p, live, mine, claimed, pl.seenDrift, pl.now, rep, ext)
+	j.statusFields = statusFields
+	e.planUnrendered(rs, j, mine, claimed, pl.seenDrift, pl.now, rep)
+	if !e.idle(rs, j) {
+		pl.jobs = append(pl.jobs, j)
+		return nil
+	}
+	j.fold(rs.next, rep) // the no-ops its plan relied on
+	if e.cfg.DriftCheck != config.DriftCheckServer && !e.keepFields && len(j.taken)+len(j.held)+len(j.refused) == 0 {
+		key := memoKey{uid: p.GetUID(), resourceVersion: p.GetResourceVersion()}
+		rs.next.idle[key] = j.synced
+		if rs.externals != nil {
+			rs.next.idleExternal[key] = externalVersions(j.external)
+		}
+	}
+	return nil
+}
+
+// close ends window w: its children no parent claimed and whose parent is
+// gone are pruned. The children of a parent that failed to render, or is
+// outside the label selector, are left alone.
+func (pl *passPlan) close(w *window) {
+	gk := pl.rs.parentGVK.GroupKind()
+	for _, k := range sortedKeys(w.live.children) {
+		c := w.live.children[k]
+		switch {
+		case w.claimed[k]:
+		case c.controlledBy(pl.rs.parentGVK) && !w.known[c.controller]:
+			pl.deferred = append(pl.deferred, c)
+		case c.uncontrolledOrphan(gk, func(n string) bool { return w.names[n] }):
+			pl.e.planPrune(pl.rs, pl.orphans, c, pl.seenDrift, pl.now, pl.rep)
+		}
+	}
+}
+
+// orphaned says whether c, a child held through the pass, has no parent.
+func (pl *passPlan) orphaned(c *liveChild) bool {
+	return (c.controlledBy(pl.rs.parentGVK) && !pl.known.has(string(c.controller))) ||
+		c.uncontrolledOrphan(pl.rs.parentGVK.GroupKind(), pl.names.has)
 }
 
 // stillIdle says whether p is as the last pass left it with nothing to do:
@@ -236,8 +373,8 @@ func (e *Engine) plan(ctx context.Context, rs *resourceState, children map[child
 // compared, and no other child of its own. Then rendering, comparing and
 // the status would come out the same, and are skipped; the children are
 // counted in sync and claimed, and what tier 2 learnt of them is kept.
-func (e *Engine) stillIdle(rs *resourceState, p *unstructured.Unstructured, children map[childKey]*liveChild,
-	mine []*liveChild, claimed map[childKey]bool, rep *ResourceReport, ext externalRead) bool {
+func (e *Engine) stillIdle(rs *resourceState, p *unstructured.Unstructured, live func(childKey) *liveChild,
+	mine []*liveChild, claimed claimSet, rep *ResourceReport, ext externalRead) bool {
 	key := memoKey{uid: p.GetUID(), resourceVersion: p.GetResourceVersion()}
 	synced, ok := rs.mem.idle[key]
 	if !ok {
@@ -252,7 +389,7 @@ func (e *Engine) stillIdle(rs *resourceState, p *unstructured.Unstructured, chil
 		defer func() { rs.next.idleExternal[key] = v }()
 	}
 	for _, s := range synced {
-		c := children[s.key]
+		c := live(s.key)
 		if c == nil || c.resourceVersion != s.resourceVersion || (c.controller != p.GetUID() && !c.unowned()) {
 			return false
 		}
@@ -263,9 +400,9 @@ func (e *Engine) stillIdle(rs *resourceState, p *unstructured.Unstructured, chil
 		}
 	}
 	for _, s := range synced {
-		claimed[s.key] = true
+		claimed.set(s.key)
 		rep.count(s.key.Kind, stateInSync)
-		if k, noop := rs.isNoop(children[s.key], s.desired); noop {
+		if k, noop := rs.isNoop(live(s.key), s.desired); noop {
 			rs.next.noops[k] = true // a remembered no-op carried on
 		}
 	}
@@ -305,14 +442,14 @@ func (e *Engine) planPrune(rs *resourceState, j *job, c *liveChild, seenDrift ma
 // pruned: a typo in a tenant's spec deletes no more than an invalid spec
 // would. Only a child held back because it refers to an object that is
 // not resyncd's is pruned then, rather than left acting on it.
-func (e *Engine) planUnrendered(rs *resourceState, j *job, mine []*liveChild, claimed map[childKey]bool,
+func (e *Engine) planUnrendered(rs *resourceState, j *job, mine []*liveChild, claimed claimSet,
 	seenDrift map[childKey]driftRecord, now time.Time, rep *ResourceReport) {
 	if j.failure != nil {
 		return
 	}
 	held := len(j.refused)+len(j.taken) > 0
 	for _, c := range mine {
-		if claimed[c.key] || !c.controlledBy(rs.parentGVK) && !c.unowned() || j.waits(c.key) {
+		if claimed.has(c.key) || !c.controlledBy(rs.parentGVK) && !c.unowned() || j.waits(c.key) {
 			continue
 		}
 		actsOnTaken := slices.Contains(j.actsOnTaken, c.key)
@@ -341,8 +478,8 @@ func (e *Engine) idle(rs *resourceState, j *job) bool {
 	return sameOn(st, old, j.statusFields)
 }
 
-func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, children map[childKey]*liveChild, mine []*liveChild,
-	claimed map[childKey]bool, seenDrift map[childKey]driftRecord, now time.Time, rep *ResourceReport, ext externalRead) *job {
+func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, live func(childKey) *liveChild, mine []*liveChild,
+	claimed claimSet, seenDrift map[childKey]driftRecord, now time.Time, rep *ResourceReport, ext externalRead) *job {
 	policy := rs.renderer.Policy(p)
 	j := &job{parent: p, priority: policy.Priority, since: now}
 	if policy.Paused {
@@ -365,11 +502,11 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, chi
 	}
 	j.waiting = g.Waiting
 	cp := &childPlanner{e: e, rs: rs, j: j, claimed: claimed, seenDrift: seenDrift, now: now, rep: rep,
-		blocked: map[childKey]blockage{}, live: func(k childKey) *liveChild { return children[k] }}
+		blocked: map[childKey]blockage{}, live: live}
 	keys, fed := cp.index(g)
 	for i, d := range g.Children {
-		if live := children[keys[i]]; live != nil {
-			rs.notePosition(live, i)
+		if c := live(keys[i]); c != nil {
+			rs.notePosition(c, i)
 		}
 		if !cp.plan(g, keys, fed, i, d) {
 			return j
@@ -409,7 +546,7 @@ type childPlanner struct {
 	j  *job
 	// live finds the live child of a key, nil when there is none.
 	live    func(childKey) *liveChild
-	claimed map[childKey]bool
+	claimed claimSet
 	// seenDrift collects the drift records of the pass; nil within a job,
 	// where the pass's records are already kept.
 	seenDrift map[childKey]driftRecord
@@ -479,7 +616,7 @@ func (cp *childPlanner) plan(g desired.Graph, keys []childKey, fed []bool, i int
 		}
 		return true
 	}
-	cp.claimed[k] = true
+	cp.claimed.set(k)
 	gvr := rs.gvrOf(k)
 	live := cp.live(k)
 	verdict := claimMine
@@ -519,7 +656,7 @@ func (cp *childPlanner) plan(g desired.Graph, keys []childKey, fed []bool, i int
 		e.noteDrift(rep, Drift{Object: k.String(), Reason: reasonMissing, Desired: norm})
 		j.ops = append(j.ops, &op{kind: OpCreate, key: k, gvr: gvr, desired: cp.desired(d), fp: fp, lookFirst: rs.wasTaken(k), needs: needs, feeds: fed[i]})
 	case verdict == claimTaken:
-		delete(cp.claimed, k) // an orphan of a deleted parent is still pruned
+		cp.claimed.unset(k) // an orphan of a deleted parent is still pruned
 		cp.blocked[k] = blockage{reason: ReasonNameTaken}
 		rep.count(k.Kind, stateTaken)
 		j.taken = append(j.taken, takenMessage(live, p, rs.parentGVK.GroupKind()))
@@ -530,7 +667,7 @@ func (cp *childPlanner) plan(g desired.Graph, keys []childKey, fed []bool, i int
 	case verdict == claimPredecessor && !rs.cfg.Prune:
 		// Left by an earlier parent of the same name, and resyncd may
 		// not delete it: the parent cannot have its own until someone does.
-		delete(cp.claimed, k)
+		cp.claimed.unset(k)
 		cp.blocked[k] = blockage{reason: ReasonNameTaken}
 		rep.count(k.Kind, stateOrphaned)
 		j.taken = append(j.taken, fmt.Sprintf("%s was made for an earlier parent of this name; prune is off for this resource, so resyncd does not delete it: delete it to let this parent have its own", k))

@@ -48,7 +48,7 @@ func (e *Engine) replan(r *run, j *job, at int, written map[childKey]bool, taken
 	for _, c := range slices.Concat(j.waitingLive, j.children) {
 		lives[c.key] = c
 	}
-	cp := &childPlanner{e: e, rs: rs, j: j, live: func(k childKey) *liveChild { return lives[k] }, claimed: map[childKey]bool{}, blocked: blocked,
+	cp := &childPlanner{e: e, rs: rs, j: j, live: func(k childKey) *liveChild { return lives[k] }, claimed: claimSet{window: map[childKey]bool{}}, blocked: blocked,
 		now: e.now(), rep: &rep, inJob: true}
 	keys, fed := cp.index(g)
 	for i, d := range g.Children {

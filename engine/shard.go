@@ -33,17 +33,19 @@ func (e *Engine) acquire(rs *resourceState) func() {
 }
 
 // parentScope is where the pass of rs LISTs the parents; false when
-// nowhere: the replica owns none of the namespaces rs watches.
+// nowhere: the replica owns none of the namespaces rs watches. Named
+// namespaces are LISTed in the order the server's keys have, as the pass
+// reads them side by side (window.go).
 func (e *Engine) parentScope(rs *resourceState) (actual.Scope, bool) {
 	if rs.part.IsWhole() {
-		return actual.Scope{Namespaces: rs.cfg.Namespaces}, true
+		return actual.Scope{Namespaces: slices.SortedFunc(slices.Values(rs.cfg.Namespaces), nsCompare)}, true
 	}
 	if rs.part.Slots == 0 {
 		return actual.Scope{}, false
 	}
 	if len(rs.cfg.Namespaces) > 0 {
 		// Named: LIST only the namespaces owned, one by one, as always.
-		owned := slices.DeleteFunc(slices.Clone(rs.cfg.Namespaces), func(ns string) bool { return !rs.part.Has(ns) })
+		owned := slices.DeleteFunc(slices.SortedFunc(slices.Values(rs.cfg.Namespaces), nsCompare), func(ns string) bool { return !rs.part.Has(ns) })
 		return actual.Scope{Namespaces: owned}, len(owned) > 0
 	}
 	if !e.cfg.ServerSelector {
