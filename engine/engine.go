@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"sync"
 	"time"
 
@@ -101,10 +102,26 @@ type driftRecord struct {
 	fights int       // of those, passes in a row that found it drifted right after resyncd's repair
 }
 
-// memoKey is one version of one object: its content cannot differ.
-type memoKey struct {
-	uid             types.UID
-	resourceVersion string
+// memoKey is one version of one object, whose content cannot differ: a
+// 128-bit hash of its UID and resourceVersion (versionOf), so that what
+// one pass leaves the next holds no strings.
+type memoKey struct{ a, b uint64 }
+
+// versionSeeds seed the two halves of every memoKey of the process.
+var versionSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+// versionOf is the memoKey of the object uid at resourceVersion rv.
+func versionOf(uid types.UID, rv string) memoKey {
+	var k [2]uint64
+	for i, seed := range versionSeeds {
+		var h maphash.Hash
+		h.SetSeed(seed)
+		_, _ = h.WriteString(string(uid))
+		_ = h.WriteByte(0)
+		_, _ = h.WriteString(rv)
+		k[i] = h.Sum64()
+	}
+	return memoKey{k[0], k[1]}
 }
 
 // syncedChild is a child a pass found in sync: the version it compared and
@@ -115,15 +132,40 @@ type syncedChild struct {
 	desired         fingerprint
 }
 
+// idleChild is what the memory keeps of a child an idle parent compared:
+// which child (a hash of its key), at which version, and the fingerprint
+// of what the parent desired of it.
+type idleChild struct {
+	key     uint64
+	version memoKey
+	desired fingerprint
+}
+
+// keySeed seeds the hashes of child keys of the process.
+var keySeed = maphash.MakeSeed()
+
+// hash is k's hash for idleChild.
+func (k childKey) hash() uint64 {
+	var h maphash.Hash
+	h.SetSeed(keySeed)
+	for _, f := range [...]string{k.Group, k.Kind, k.Namespace, k.Name} {
+		_, _ = h.WriteString(f)
+		_ = h.WriteByte(0)
+	}
+	return h.Sum64()
+}
+
 // memoEntry is what reducing a child at one version found.
 type memoEntry struct {
 	owned bool
 	// created: resyncd's field manager set desired.AnnotationCreated.
-	created            bool
-	fingerprint, whole fingerprint
+	created     bool
+	fingerprint fingerprint
 	// position is 1 + the child's index in what its parent last rendered
 	// (its apply order); 0 when not known. Prunes go the other way.
 	position int32
+	// pass is memory.pass of the pass that read it last.
+	pass uint32
 }
 
 type noopKey struct {

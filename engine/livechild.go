@@ -220,10 +220,11 @@ func (k *keeper) object(key childKey, values []any) map[string]any {
 }
 
 // reduceChild keeps what the diff and the status need of a LISTed child.
-// Fingerprints found at the same version by the last pass are taken from
-// memo rather than computed again; every result goes to next.
+// Fingerprints found at the same version by the last pass (mem) are taken
+// from it rather than computed again; every result goes to next. whole:
+// driftCheck server's fingerprint of the whole object is wanted too.
 func (o *owner) reduceChild(u *unstructured.Unstructured, gvr schema.GroupVersionResource,
-	keepFields, whole bool, memo, next map[memoKey]memoEntry) (*liveChild, error) {
+	keepFields, whole bool, mem, next *memory) (*liveChild, error) {
 	c := &liveChild{
 		key:             keyOf(u),
 		gvr:             gvr,
@@ -238,33 +239,46 @@ func (o *owner) reduceChild(u *unstructured.Unstructured, gvr schema.GroupVersio
 	if keepFields {
 		c.object = u
 	}
-	key := memoKey{uid: c.uid, resourceVersion: c.resourceVersion}
-	m, ok := memo[key]
-	if !ok || (whole && m.whole == fingerprint{}) {
+	key := versionOf(c.uid, c.resourceVersion)
+	var m memoEntry
+	ok := false
+	if mem != nil {
+		m, ok = mem.memo[key]
+	}
+	if !ok {
 		position := m.position
 		var err error
-		if m, err = o.fingerprints(u, whole); err != nil {
+		if m, err = o.fingerprints(u); err != nil {
 			return nil, err
 		}
 		m.position = position
 	}
-	if next != nil {
-		next[key] = m
+	c.owned, c.created, c.fingerprint, c.position = m.owned, m.created, m.fingerprint, m.position
+	if whole {
+		ok = false
+		if mem != nil {
+			c.whole, ok = mem.wholes[key]
+		}
+		if !ok {
+			var err error
+			if c.whole, err = wholeFingerprint(u); err != nil {
+				return nil, err
+			}
+		}
 	}
-	c.owned, c.created, c.fingerprint, c.whole, c.position = m.owned, m.created, m.fingerprint, m.whole, m.position
+	if next != nil {
+		m.pass = next.pass
+		next.memo[key] = m
+		if whole {
+			next.wholes[key] = c.whole
+		}
+	}
 	return c, nil
 }
 
-// fingerprints computes tier 1's fingerprint of u and, if whole is set,
-// the fingerprint driftCheck server compares.
-func (o *owner) fingerprints(u *unstructured.Unstructured, whole bool) (memoEntry, error) {
+// fingerprints computes tier 1's fingerprint of u.
+func (o *owner) fingerprints(u *unstructured.Unstructured) (memoEntry, error) {
 	var m memoEntry
-	var err error
-	if whole {
-		if m.whole, err = wholeFingerprint(u); err != nil {
-			return m, err
-		}
-	}
 	fields, ok, err := o.owned(u)
 	if err != nil || !ok {
 		return m, err

@@ -85,7 +85,8 @@ func TestOwnedMatchesApplied(t *testing.T) {
 
 // TestReduceChildMemo: a child read again at the same resourceVersion takes
 // its fingerprints from the last pass's memo; at another version they are
-// computed afresh; either way the result is kept for the next pass.
+// computed afresh; either way the result is kept for the next pass, and
+// only it.
 func TestReduceChildMemo(t *testing.T) {
 	o := newOwner("resyncd")
 	svc := &unstructured.Unstructured{Object: map[string]any{
@@ -94,24 +95,31 @@ func TestReduceChildMemo(t *testing.T) {
 		"spec":     map[string]any{"ports": []any{map[string]any{"port": int64(80), "protocol": "TCP"}}},
 	}}
 	services := schema.GroupVersionResource{Version: "v1", Resource: "services"}
-	remembered := memoEntry{owned: true, fingerprint: fingerprint{1}, whole: fingerprint{2}}
-	memo := map[memoKey]memoEntry{{uid: "u-1", resourceVersion: "7"}: remembered}
+	remembered := memoEntry{owned: true, fingerprint: fingerprint{1}}
+	v7, v8 := versionOf("u-1", "7"), versionOf("u-1", "8")
+	if v7 == v8 {
+		t.Fatal("two versions of one object have one memo key")
+	}
+	mem := newMemory(nil)
+	mem.memo[v7], mem.wholes[v7] = remembered, fingerprint{2}
 
-	next := map[memoKey]memoEntry{}
-	c, err := o.reduceChild(svc, services, false, true, memo, next)
+	next := newMemory(mem)
+	c, err := o.reduceChild(svc, services, false, true, mem, next)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.owned || c.fingerprint != remembered.fingerprint || c.whole != remembered.whole {
+	if !c.owned || c.fingerprint != remembered.fingerprint || c.whole != (fingerprint{2}) {
 		t.Errorf("same version: got owned=%v %x %x, want the memo's entry", c.owned, c.fingerprint[:2], c.whole[:2])
 	}
-	if next[memoKey{"u-1", "7"}] != remembered {
-		t.Errorf("next pass's memo = %v, want the entry carried over", next)
+	next.sweep()
+	if got := next.memo[v7]; got.fingerprint != remembered.fingerprint || !got.owned || got.pass != next.pass || next.wholes[v7] != (fingerprint{2}) {
+		t.Errorf("next pass's memo = %v %v, want the entry carried over", next.memo, next.wholes)
 	}
 
 	svc.SetResourceVersion("8")
-	next = map[memoKey]memoEntry{}
-	c, err = o.reduceChild(svc, services, false, true, memo, next)
+	mem = next
+	next = newMemory(mem)
+	c, err = o.reduceChild(svc, services, false, true, mem, next)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +130,8 @@ func TestReduceChildMemo(t *testing.T) {
 	if c.owned || c.whole != want {
 		t.Errorf("new version: owned=%v (no managedFields: want false), whole fingerprint from the memo: %v", c.owned, c.whole != want)
 	}
-	if len(next) != 1 || next[memoKey{"u-1", "8"}].whole != want {
-		t.Errorf("next pass's memo = %v, want only version 8", next)
+	next.sweep()
+	if _, ok := next.memo[v8]; !ok || len(next.memo) != 1 || len(next.wholes) != 1 || next.wholes[v8] != want {
+		t.Errorf("next pass's memo = %v %v, want only version 8", next.memo, next.wholes)
 	}
 }

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"maps"
+
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -10,17 +12,28 @@ import (
 // what planning learns, each job keeps what its writes teach (lessons),
 // and fold adds those once the writes are done. The new memory replaces
 // the last, so it holds nothing of an object that changed or went away.
+//
+// memo and idle, the parts that grow with the parents, are not made anew:
+// a pass's memory shares them with the last one's, stamps what it reads
+// again with its own number, and drops the rest when it ends (sweep), so
+// that a pass does not hold two of each.
 type memory struct {
+	// pass numbers the memory: memo and idle entries stamped with another
+	// are the last pass's, and go at sweep unless read again.
+	pass uint32
 	// noops are the children that tier 1 called drifted and the server
 	// did not change, by UID, resourceVersion and desired content.
 	noops map[noopKey]bool
-	// memo is tier 1's result for each child at the resourceVersion read.
-	memo map[memoKey]memoEntry
+	// memo is tier 1's result for each child at the resourceVersion read;
+	// wholes, with driftCheck server, the fingerprint the dry-run's result
+	// is compared with.
+	memo   map[memoKey]memoEntry
+	wholes map[memoKey]fingerprint
 	// idle holds the parents found with nothing to do, by UID and
 	// resourceVersion, with the children compared; idleExternal, for each
 	// of them, the versions of the external objects it read
 	// (externalVersions).
-	idle         map[memoKey][]syncedChild
+	idle         map[memoKey]idleParent
 	idleExternal map[memoKey]string
 	// taken holds the children whose name was found to be an object
 	// resyncd may not write.
@@ -37,14 +50,27 @@ type memory struct {
 // newMemory returns an empty memory, its maps sized after last's.
 func newMemory(last *memory) *memory {
 	m := &memory{noops: map[noopKey]bool{}, taken: map[childKey]bool{}, repaired: map[childKey]bool{}, announced: map[types.UID]string{},
-		idleExternal: map[memoKey]string{}}
+		idleExternal: map[memoKey]string{}, wholes: map[memoKey]fingerprint{}}
 	if last == nil {
-		m.memo, m.idle = map[memoKey]memoEntry{}, map[memoKey][]syncedChild{}
+		m.memo, m.idle = map[memoKey]memoEntry{}, map[memoKey]idleParent{}
 		return m
 	}
-	m.memo = make(map[memoKey]memoEntry, len(last.memo))
-	m.idle = make(map[memoKey][]syncedChild, len(last.idle))
+	m.pass = last.pass + 1
+	m.memo, m.idle = last.memo, last.idle
 	return m
+}
+
+// idleParent is what the memory keeps of a parent found idle: the
+// children it compared, stamped with the pass that found it.
+type idleParent struct {
+	pass     uint32
+	children []idleChild
+}
+
+// sweep drops from memo and idle what this pass did not read again.
+func (m *memory) sweep() {
+	maps.DeleteFunc(m.memo, func(_ memoKey, e memoEntry) bool { return e.pass != m.pass })
+	maps.DeleteFunc(m.idle, func(_ memoKey, p idleParent) bool { return p.pass != m.pass })
 }
 
 // lessons are what one job's writes, and its dry-runs, teach the next

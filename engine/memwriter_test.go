@@ -641,11 +641,11 @@ func TestMemWriterMatchesServer(t *testing.T) {
 		if !rs.Equals(ms) {
 			t.Errorf("%s: managedFields differ:\nserver:    %s\nmemWriter: %s", id, rs, ms)
 		}
-		rf, err := h.engine.owner.fingerprints(real, false)
+		rf, err := h.engine.owner.fingerprints(real)
 		if err != nil {
 			t.Fatal(err)
 		}
-		mf, err := h.engine.owner.fingerprints(mem, false)
+		mf, err := h.engine.owner.fingerprints(mem)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -62,6 +62,7 @@ func (rs *resourceState) begin() {
 
 // end keeps what the pass learnt, and only that, for the next one.
 func (rs *resourceState) end() {
+	rs.next.sweep()
 	rs.mem, rs.next = rs.next, nil
 	rs.externals.end()
 }

@@ -75,7 +75,7 @@ func (pl *passPlan) reduce(u *unstructured.Unstructured, ct desired.ChildType, w
 	if !rs.owns(u) {
 		return nil, nil // another replica's
 	}
-	c, err := e.owner.reduceChild(u, ct.GVR, e.keepFields, e.cfg.DriftCheck == config.DriftCheckServer, rs.mem.memo, rs.next.memo)
+	c, err := e.owner.reduceChild(u, ct.GVR, e.keepFields, e.cfg.DriftCheck == config.DriftCheckServer, rs.mem, rs.next)
 	if err != nil {
 		return nil, err
 	}
@@ -336,10 +336,12 @@ func (pl *passPlan) parent(ctx context.Context, p *unstructured.Unstructured, w 
 	}
 	j.fold(rs.next, rep) // the no-ops its plan relied on
 	if e.cfg.DriftCheck != config.DriftCheckServer && !e.keepFields && len(j.taken)+len(j.held)+len(j.refused) == 0 {
-		key := memoKey{uid: p.GetUID(), resourceVersion: p.GetResourceVersion()}
-		rs.next.idle[key] = j.synced
-		if rs.externals != nil {
-			rs.next.idleExternal[key] = externalVersions(j.external)
+		if idle, ok := idleOf(j.synced, mine); ok {
+			key := versionOf(p.GetUID(), p.GetResourceVersion())
+			rs.next.idle[key] = idleParent{pass: rs.next.pass, children: idle}
+			if rs.externals != nil {
+				rs.next.idleExternal[key] = externalVersions(j.external)
+			}
 		}
 	}
 	return nil
@@ -375,9 +377,10 @@ func (pl *passPlan) orphaned(c *liveChild) bool {
 // counted in sync and claimed, and what tier 2 learnt of them is kept.
 func (e *Engine) stillIdle(rs *resourceState, p *unstructured.Unstructured, live func(childKey) *liveChild,
 	mine []*liveChild, claimed claimSet, rep *ResourceReport, ext externalRead) bool {
-	key := memoKey{uid: p.GetUID(), resourceVersion: p.GetResourceVersion()}
-	synced, ok := rs.mem.idle[key]
-	if !ok {
+	key := versionOf(p.GetUID(), p.GetResourceVersion())
+	last, ok := rs.mem.idle[key]
+	synced := last.children
+	if !ok || len(synced) != len(mine) {
 		return false
 	}
 	if rs.externals != nil {
@@ -388,26 +391,46 @@ func (e *Engine) stillIdle(rs *resourceState, p *unstructured.Unstructured, live
 		}
 		defer func() { rs.next.idleExternal[key] = v }()
 	}
-	for _, s := range synced {
-		c := live(s.key)
-		if c == nil || c.resourceVersion != s.resourceVersion || (c.controller != p.GetUID() && !c.unowned()) {
+	// The children compared are its own children, each once (idleOf):
+	// as many, and each of those there are now at the version compared.
+	desired := make([]fingerprint, len(mine))
+	for i, c := range mine {
+		h := c.key.hash()
+		at := slices.IndexFunc(synced, func(s idleChild) bool { return s.key == h })
+		if at < 0 || synced[at].version != versionOf(c.uid, c.resourceVersion) {
 			return false
 		}
+		desired[i] = synced[at].desired
 	}
-	for _, c := range mine {
-		if !slices.ContainsFunc(synced, func(s syncedChild) bool { return s.key == c.key }) {
-			return false
-		}
-	}
-	for _, s := range synced {
-		claimed.set(s.key)
-		rep.count(s.key.Kind, stateInSync)
-		if k, noop := rs.isNoop(live(s.key), s.desired); noop {
+	for i, c := range mine {
+		claimed.set(c.key)
+		rep.count(c.key.Kind, stateInSync)
+		if k, noop := rs.isNoop(c, desired[i]); noop {
 			rs.next.noops[k] = true // a remembered no-op carried on
 		}
 	}
-	rs.next.idle[key] = synced
+	rs.next.idle[key] = idleParent{pass: rs.next.pass, children: synced}
 	return true
+}
+
+// idleOf is what the memory keeps of synced, the children an idle parent
+// found in sync, when they are all among mine, its own children that
+// stillIdle checks them against; false otherwise (a child handed over
+// with resyncd.io/adopt is not found by its parent's UID or name): the
+// parent is planned again each pass.
+func idleOf(synced []syncedChild, mine []*liveChild) ([]idleChild, bool) {
+	if len(synced) != len(mine) {
+		return nil, false
+	}
+	out := make([]idleChild, len(synced))
+	for i, s := range synced {
+		at := slices.IndexFunc(mine, func(c *liveChild) bool { return c.key == s.key })
+		if at < 0 {
+			return nil, false
+		}
+		out[i] = idleChild{key: s.key.hash(), version: versionOf(mine[at].uid, s.resourceVersion), desired: s.desired}
+	}
+	return out, true
 }
 
 // planPrune adds to j the deletion of c, a child no parent wants, or its
@@ -848,7 +871,7 @@ func (rs *resourceState) pruneOrder(prunes []*op) {
 // renders it. It rides on live's memo entry, so it costs no map of its own
 // and is kept while live is unchanged.
 func (rs *resourceState) notePosition(live *liveChild, i int) {
-	key := memoKey{uid: live.uid, resourceVersion: live.resourceVersion}
+	key := versionOf(live.uid, live.resourceVersion)
 	if m, ok := rs.next.memo[key]; ok && m.position != int32(i+1) {
 		m.position = int32(i + 1)
 		rs.next.memo[key] = m
