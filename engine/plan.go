@@ -417,11 +417,10 @@ func (e *Engine) stillIdle(rs *resourceState, p *unstructured.Unstructured, live
 // found in sync, when they are all among mine, its own children that
 // stillIdle checks them against; false otherwise (a child handed over
 // with resyncd.io/adopt is not found by its parent's UID or name): the
-// parent is planned again each pass.
+// parent is planned again each pass. It is kept also when mine has more
+// (an orphan that prune: false leaves), but stillIdle then finds it not
+// idle: that child is counted as the plan counts it.
 func idleOf(synced []syncedChild, mine []*liveChild) ([]idleChild, bool) {
-	if len(synced) != len(mine) {
-		return nil, false
-	}
 	out := make([]idleChild, len(synced))
 	for i, s := range synced {
 		at := slices.IndexFunc(mine, func(c *liveChild) bool { return c.key == s.key })
