@@ -136,7 +136,7 @@ func TestBenchRuns(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"raw-ssa-floor cold", "resyncd cold", "resyncd first", "resyncd steady", "raw-list steady",
-		"resyncd again", "resyncd-server steady", "resyncd-2-clusters cold", "resyncd-2-clusters steady", "controller-runtime cold", "controller-runtime steady", "controller-runtime drift", "controller-runtime-8 cold", "controller-runtime-8 drift"} {
+		"resyncd again", "resyncd-server steady", "resyncd-2-clusters cold", "resyncd-2-clusters steady", "resyncd-one-namespace cold", "resyncd-one-namespace steady", "controller-runtime cold", "controller-runtime steady", "controller-runtime drift", "controller-runtime-8 cold", "controller-runtime-8 drift"} {
 		if !seen[want] {
 			t.Errorf("no sample of %s", want)
 		}
@@ -150,7 +150,8 @@ func TestBenchRuns(t *testing.T) {
 	}
 	if !strings.Contains(string(md), "### N = 10") || !strings.Contains(string(md), "| resyncd |") || !strings.Contains(string(md), "| steady pass, requests | 4 | 8 | 2.00× |") ||
 		!strings.Contains(string(md), "### The trade-off against watching, at N = 10") || !strings.Contains(string(md), "### Graph depth, at N = 10") ||
-		!strings.Contains(string(md), "### Replicas sharing the work") || !strings.Contains(string(md), "| the largest of the 3 |") {
+		!strings.Contains(string(md), "### Replicas sharing the work") || !strings.Contains(string(md), "| the largest of the 3 |") ||
+		!strings.Contains(string(md), "| resyncd, N parents in one namespace |") {
 		t.Errorf("report has no table for N = 10:\n%s", md)
 	}
 	// -from writes the same report from the samples alone.

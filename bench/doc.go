@@ -44,6 +44,10 @@ from the samples of a run.
     both servers'. Both control planes share the machine's cores with resyncd, so
     the figure shows what one process pays for a second cluster, not the speed-up
     two machines would give.
+  - **resyncd, N parents in one namespace** (` + "`make bench-scale`" + `, up to N = 5,000): the
+    same as resyncd, with every parent in one namespace. A pass holds one
+    namespace's children at a time, so its memory grows with the largest
+    namespace: this is the bound.
   - **controller-runtime**: the reconciler a team would write: typed API structs,
     ` + "`For(HttpService).Owns(Deployment).Owns(Service)`" + `, ` + "`CreateOrUpdate`" + ` of
     both children setting each field it owns (so that defaults compare equal), and

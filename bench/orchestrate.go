@@ -42,6 +42,12 @@ type contender struct {
 	// TwoClusters: the N parents are split over two control planes, N/2
 	// in each, which one resyncd keeps in sync.
 	TwoClusters bool
+	// OneNamespace: the N parents are all in one namespace, not 100 a
+	// namespace: a pass holds a namespace's children at a time, so its
+	// memory grows with the largest namespace.
+	OneNamespace bool
+	// MaxN, when set, is the largest N it runs at.
+	MaxN int
 	// Baseline: the contender runs -baseline's binary rather than
 	// -resyncd's, for a same-run A/B of two builds.
 	Baseline bool
@@ -62,6 +68,9 @@ const (
 	resyncdServerName = "resyncd-server"
 	resyncdGraphName  = "resyncd-graph"
 	resyncdTwoName    = "resyncd-2-clusters"
+	resyncdOneNSName  = "resyncd-one-namespace"
+	// oneNamespace holds the parents of resyncdOneNSName.
+	oneNamespace = "bench-one"
 	// baselineSuffix names a contender run with -baseline's binary.
 	baselineSuffix = "-baseline"
 	crName         = "controller-runtime"
@@ -96,6 +105,9 @@ func contenders() []contender {
 		}},
 		{Name: resyncdTwoName, ManagedBy: "resyncd", Repeats: true, Config: "clusters", TwoClusters: true, args: func(b *bench, _ int) []string {
 			return []string{b.resyncd, "once", "--config", b.configs["clusters"]}
+		}},
+		{Name: resyncdOneNSName, ManagedBy: "resyncd", Repeats: true, Config: "local", OneNamespace: true, MaxN: 5000, args: func(b *bench, _ int) []string {
+			return []string{b.resyncd, "once", "--config", b.configs["local"], "--kubeconfig", b.kubeconfig}
 		}},
 		{Name: crName, ManagedBy: crManagedBy, UntilConverged: true, Repeats: true, args: func(b *bench, n int) []string {
 			return []string{b.self, "cr", "--kubeconfig", b.kubeconfig, "--expect", strconv.Itoa(n)}
@@ -383,6 +395,7 @@ func (b *bench) runContenders(ctx context.Context, res *Results, sizes []int, re
 
 // measureSize measures every contender at N.
 func (b *bench) measureSize(ctx context.Context, res *Results, cs []contender, n, reps int, drift float64) error {
+	cs = slices.DeleteFunc(slices.Clone(cs), func(c contender) bool { return c.MaxN > 0 && n > c.MaxN })
 	if n > b.coldMax {
 		for _, c := range cs {
 			samples, err := b.measure(ctx, c, n, 1, reps, drift)
@@ -615,8 +628,12 @@ func (b *bench) cold(ctx context.Context, c contender, n, rep, of int) (*Sample,
 		return nil, err
 	}
 	for i, cl := range cls {
-		if err := cl.reset(ctx, ns[i]); err != nil {
-			return nil, err
+		reset := cl.reset(ctx, ns[i])
+		if c.OneNamespace {
+			reset = cl.resetIn(ctx, ns[i], []string{oneNamespace})
+		}
+		if reset != nil {
+			return nil, reset
 		}
 	}
 	s, err := b.run(ctx, c, n, rep, "cold")
