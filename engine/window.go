@@ -65,15 +65,14 @@ var errStopped = errors.New("list stopped")
 type stream struct {
 	what string
 	// whole: every object is of one window, "" (resourceState.whole).
-	whole      bool
-	next       func() (*unstructured.Unstructured, bool)
-	stop       func()
-	head       *unstructured.Unstructured
-	ns         string
-	started    bool
-	listed     actual.Listed
-	err        error
-	advanceErr error
+	whole   bool
+	next    func() (*unstructured.Unstructured, bool)
+	stop    func()
+	head    *unstructured.Unstructured
+	ns      string
+	started bool
+	listed  actual.Listed
+	err     error
 }
 
 // pull starts the LIST list as a stream; stop must be called.
