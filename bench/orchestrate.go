@@ -48,6 +48,10 @@ type contender struct {
 	OneNamespace bool
 	// MaxN, when set, is the largest N it runs at.
 	MaxN int
+	// ColdRepeats: its cold convergence is repeated -reps times up to
+	// -target-cold-reps-up-to, above -cold-reps-up-to too, so that the
+	// target on it has a spread.
+	ColdRepeats bool
 	// Baseline: the contender runs -baseline's binary rather than
 	// -resyncd's, for a same-run A/B of two builds.
 	Baseline bool
@@ -85,10 +89,10 @@ var errNotConverged = errors.New("did not converge in " + runTimeout.String())
 
 func contenders() []contender {
 	return []contender{
-		{Name: floorName, ManagedBy: "resyncd", args: func(b *bench, _ int) []string {
+		{Name: floorName, ManagedBy: "resyncd", ColdRepeats: true, args: func(b *bench, _ int) []string {
 			return []string{b.self, "floor", "--kubeconfig", b.kubeconfig, "--concurrency", "8", "--page-size", "500"}
 		}},
-		{Name: resyncdName, ManagedBy: "resyncd", Repeats: true, Config: "local", args: func(b *bench, _ int) []string {
+		{Name: resyncdName, ManagedBy: "resyncd", Repeats: true, ColdRepeats: true, Config: "local", args: func(b *bench, _ int) []string {
 			return []string{b.resyncd, "once", "--config", b.configs["local"], "--kubeconfig", b.kubeconfig}
 		}},
 		{Name: resyncdName + baselineSuffix, ManagedBy: "resyncd", Repeats: true, Config: "local", Baseline: true, args: func(b *bench, _ int) []string {
@@ -207,8 +211,10 @@ type bench struct {
 	second    *cluster
 	secondEnv *testenv.Env
 	coldMax   int
-	only      map[string]bool
-	profile   string
+	// targetColdMax is -target-cold-reps-up-to.
+	targetColdMax int
+	only          map[string]bool
+	profile       string
 	// tradeOffN is the N at which the trade-off against watching is
 	// measured; 0: nowhere.
 	tradeOffN    int
@@ -230,7 +236,8 @@ func orchestrate(args []string) error {
 	out := fs.String("out", "", "write the results as JSON here")
 	doc := fs.String("doc", "", "write the Markdown report here")
 	work := fs.String("work", ".run/bench", "directory for the kubeconfig, configurations and the control plane's log")
-	coldMax := fs.Int("cold-reps-up-to", 2000, "repeat cold convergence -reps times up to this N; above it, run it once")
+	coldMax := fs.Int("cold-reps-up-to", 2000, "repeat cold convergence -reps times up to this N; above it, once")
+	targetColdMax := fs.Int("target-cold-reps-up-to", 5000, "repeat resyncd's and the raw-SSA floor's cold convergence (their ratio is a target) -reps times up to this N, above -cold-reps-up-to too")
 	only := fs.String("only", "", "run only these contenders, comma-separated (development)")
 	profile := fs.String("profile", "", "write pprof CPU and heap profiles of every resyncd run into this directory")
 	depthN := fs.Int("depth-n", 0, "measure the passes and seconds to converge this many WebApps under a graph four deep and one deep (0: not at all; with -only, only if it lists "+depthName+")")
@@ -283,7 +290,7 @@ func orchestrate(args []string) error {
 	if err != nil {
 		return err
 	}
-	b.coldMax, b.profile = *coldMax, *profile
+	b.coldMax, b.targetColdMax, b.profile = *coldMax, *targetColdMax, *profile
 	b.tradeOffN, b.tradeOffOpts, b.depthN, b.ringN = to.n, to, *depthN, rings
 	if *baseline != "" {
 		if b.baseline, err = filepath.Abs(*baseline); err == nil {
@@ -339,7 +346,8 @@ func orchestrate(args []string) error {
 }
 
 // runAll measures every contender at every size: cold convergence -reps
-// times (once above -cold-reps-up-to, where it takes minutes), then, on the
+// times (above -cold-reps-up-to, where it takes minutes, once, but for
+// resyncd's and the raw-SSA floor's up to -target-cold-reps-up-to), then, on the
 // cluster its last cold run converged, -reps rounds of steady pass and
 // drift. Repeated cold runs go round by round, each round starting one
 // contender later: the server slows as a bench goes on (its etcd's history
@@ -393,31 +401,26 @@ func (b *bench) runContenders(ctx context.Context, res *Results, sizes []int, re
 	return nil
 }
 
-// measureSize measures every contender at N.
+// measureSize measures every contender at N: cold convergence in rounds,
+// each round starting one contender later, then, after a contender's last
+// cold run and on the cluster it converged, its steady passes and drift.
 func (b *bench) measureSize(ctx context.Context, res *Results, cs []contender, n, reps int, drift float64) error {
 	cs = slices.DeleteFunc(slices.Clone(cs), func(c contender) bool { return c.MaxN > 0 && n > c.MaxN })
-	if n > b.coldMax {
-		for _, c := range cs {
-			samples, err := b.measure(ctx, c, n, 1, reps, drift)
-			res.Samples = append(res.Samples, samples...)
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	for rep := 1; rep <= reps; rep++ {
 		for i := range cs {
 			c := cs[(i+rep-1)%len(cs)]
-			s, err := b.cold(ctx, c, n, rep, reps)
+			colds := b.colds(c, n, reps)
+			if rep > colds {
+				continue
+			}
+			s, err := b.cold(ctx, c, n, rep, colds)
 			if s != nil {
 				res.Samples = append(res.Samples, s)
 			}
 			if err != nil {
 				return err
 			}
-			// On the cluster this last cold run converged.
-			if rep < reps || !c.Repeats || s.Error != "" {
+			if rep < colds || !c.Repeats || s.Error != "" {
 				continue
 			}
 			samples, err := b.repeats(ctx, c, n, reps, drift)
@@ -428,6 +431,17 @@ func (b *bench) measureSize(ctx context.Context, res *Results, cs []contender, n
 		}
 	}
 	return nil
+}
+
+// colds is how many times c converges N parents from cold: reps up to
+// -cold-reps-up-to; above it, up to -target-cold-reps-up-to, only for the
+// contenders whose ratio is a target (resyncd against the raw-SSA floor);
+// once otherwise.
+func (b *bench) colds(c contender, n, reps int) int {
+	if n <= b.coldMax || (c.ColdRepeats && n <= b.targetColdMax) {
+		return reps
+	}
+	return 1
 }
 
 // reportFrom writes the report of an earlier run's results.
@@ -590,29 +604,6 @@ func (b *bench) traffic(ctx context.Context, c contender, n int) (Traffic, error
 		sum = sum.add(t)
 	}
 	return sum, nil
-}
-
-// measure runs c from cold colds times, and, if it repeats, reps times on
-// the converged cluster, then after drift.
-func (b *bench) measure(ctx context.Context, c contender, n, colds, reps int, fraction float64) ([]*Sample, error) {
-	var out []*Sample
-	for rep := 1; rep <= colds; rep++ {
-		s, err := b.cold(ctx, c, n, rep, colds)
-		if s != nil {
-			out = append(out, s)
-		}
-		if err != nil {
-			return out, err
-		}
-		if s.Error != "" {
-			return out, nil
-		}
-	}
-	if !c.Repeats {
-		return out, nil
-	}
-	samples, err := b.repeats(ctx, c, n, reps, fraction)
-	return append(out, samples...), err
 }
 
 // cold resets the cluster to N new parents and runs c until it converged
