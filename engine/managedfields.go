@@ -32,6 +32,12 @@ type owner struct {
 	deduced managedfields.TypeConverter
 }
 
+// ParseSchemas parses the schemas tier 1 reads managedFields with now, if
+// no Engine has yet. A process that calls it first thing takes the parse's
+// passing peak of about 10 MiB of heap while little else is resident, not
+// on top of everything it has loaded by its first Engine.
+func ParseSchemas() { builtinConverter() }
+
 func newOwner(manager string) *owner {
 	return &owner{manager: manager, converter: builtinConverter(), deduced: managedfields.NewDeducedTypeConverter()}
 }

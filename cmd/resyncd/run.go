@@ -87,6 +87,7 @@ type daemon struct {
 }
 
 func runDaemon(ctx context.Context, g *globals) error {
+	engine.ParseSchemas()
 	g.installCRDs = true
 	p, err := g.prepare()
 	if err != nil {
