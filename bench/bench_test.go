@@ -98,7 +98,7 @@ func TestBenchRuns(t *testing.T) {
 	results, doc := filepath.Join(dir, "results.json"), filepath.Join(dir, "benchmarks.md")
 	cmd := exec.Command(filepath.Join(dir, "bench"), "-sizes", "10", "-reps", "1", "-resyncd", filepath.Join(dir, "resyncd"),
 		"-work", filepath.Join(dir, "work"), "-out", results, "-doc", doc,
-		"-tradeoff-n", "10", "-window", "8s", "-intervals", "2s,1h", "-latency-span", "4s", "-latency-changes", "4", "-depth-n", "10",
+		"-tradeoff-n", "10", "-window", "8s", "-churn-window", "8s", "-intervals", "2s,1h", "-latency-span", "4s", "-latency-changes", "4", "-depth-n", "10",
 		"-ring-n", "200")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("bench: %v\n%s", err, out)
@@ -149,7 +149,7 @@ func TestBenchRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(md), "### N = 10") || !strings.Contains(string(md), "| resyncd |") || !strings.Contains(string(md), "| steady pass, requests | 4 | 8 | 2.00× |") ||
-		!strings.Contains(string(md), "### The trade-off against watching, at N = 10") || !strings.Contains(string(md), "### Graph depth, at N = 10") ||
+		!strings.Contains(string(md), "### The trade-off against watching, at N = 10") || !strings.Contains(string(md), "**Under churn.**") || !strings.Contains(string(md), "### Graph depth, at N = 10") ||
 		!strings.Contains(string(md), "### Replicas sharing the work") || !strings.Contains(string(md), "| the largest of the 3 |") ||
 		!strings.Contains(string(md), "| resyncd, N parents in one namespace |") {
 		t.Errorf("report has no table for N = 10:\n%s", md)
@@ -204,6 +204,47 @@ func checkTradeOff(t *testing.T, to *TradeOff) {
 			if s <= 0 {
 				t.Errorf("drift latency under %s: a change repaired %v s after it was made", l.Contender, s)
 			}
+		}
+	}
+	checkChurn(t, to.Churn)
+}
+
+// checkChurn: every churn plane measured while the churn wrote, resyncd
+// passed through the window, and the drift injected meanwhile was
+// repaired.
+func checkChurn(t *testing.T, ch *Churn) {
+	t.Helper()
+	if ch == nil {
+		t.Fatal("no churn in the results")
+	}
+	if ch.Objects != 40 || ch.PeriodSeconds != 1 {
+		t.Errorf("churn of %d objects every %v s, want 40 every 1 s", ch.Objects, ch.PeriodSeconds)
+	}
+	got := map[string]*ChurnSample{}
+	for _, w := range ch.Windows {
+		got[w.Contender] = w
+		if w.Error != "" || w.Writes <= 0 || w.ProcessCPU <= 0 || w.PeakRSS <= 0 || w.APIServerCPU <= 0 || w.Traffic.Bytes <= 0 {
+			t.Errorf("churn window %s: error %q, %d writes, process CPU %.2f s, peak RSS %d, server CPU %.2f s, %v bytes",
+				w.Contender, w.Error, w.Writes, w.ProcessCPU, w.PeakRSS, w.APIServerCPU, w.Traffic.Bytes)
+		}
+	}
+	for _, c := range []string{"resyncd-2s", crName, cr8Name} {
+		if got[c] == nil {
+			t.Errorf("no churn window of %s", c)
+		}
+	}
+	if w := got["resyncd-2s"]; w != nil && (w.Passes < 2 || w.Traffic.Lists < float64(4*(w.Passes-1))) {
+		t.Errorf("churn, resyncd-2s: %d passes, %+v", w.Passes, w.Traffic)
+	}
+	if w := got[cr8Name]; w != nil && w.Workers != 8 {
+		t.Errorf("churn, %s: %d workers, want 8", cr8Name, w.Workers)
+	}
+	if len(ch.Latency) != 2 {
+		t.Fatalf("drift latency under churn of %d contenders, want 2: %+v", len(ch.Latency), ch.Latency)
+	}
+	for _, l := range ch.Latency {
+		if l.Error != "" || l.Unrepaired != 0 || len(l.Seconds) != 4 {
+			t.Errorf("drift latency under churn, %s: %d repaired, %d not, error %q; want 4 repaired", l.Contender, len(l.Seconds), l.Unrepaired, l.Error)
 		}
 	}
 }

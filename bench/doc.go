@@ -67,7 +67,10 @@ from the samples of a run.
 
 ## How each figure is made
 
-For each N, each contender in turn:
+For each N, each contender in turn (` + "`make bench`" + ` runs every contender at N = 1,000 and,
+with ` + "`-all-up-to 1000`" + `, only those a target is on at 5,000: resyncd, resyncd with its parents
+in one namespace, the raw-SSA floor and the raw LIST; ` + "`make bench-scale`" + ` runs those it names
+at every N):
 
 1. **Cold**: N new HttpServices with no child and no status; the contender
    converges the cluster. Time is wall time from exec to exit (` + "`resyncd once`" + `, the
@@ -123,6 +126,20 @@ For each N, each contender in turn:
      watch of the bench's own on the contender's children stamps when the API
      server holds each drifted object and when it holds the repaired one; the
      figure is the time between, as p50, p99 (nearest rank) and max.
+   - **Under churn** (` + "`-churn-window`" + `, 2 minutes; 0 leaves it out): three more control
+     planes, started once the planes above are stopped, each with N parents and the
+     4N unrelated Deployments and Services: one under ` + "`resyncd run`" + ` at 30 s, one each
+     under controller-runtime with 1 and with 8 workers. Another client writes an
+     annotation to each unrelated Deployment in turn, each once every N/10 seconds
+     (at least every second): 4N / (N/10) = 40 writes a second at any N, one write at
+     a time, so a slow write delays the next and the report gives the rate done.
+     After 20 seconds of it (at most one period), one window is measured on the three
+     at once: the servers' CPU, requests and bytes as over time, and the contender's
+     own CPU (/proc/PID/stat) and its largest RSS, sampled every second; at the same
+     time drift is injected as in the latency figure on the resyncd and the
+     one-worker planes. The report puts the servers' CPU an hour, the watch's less
+     polling's, quiet (the window above) and under churn on one line and gives the
+     rate of unrelated change at which they cross.
 
 5. **Graph depth** (` + "`-depth-n`" + `, N = 1,000 in ` + "`make bench`" + `, 200 in ` + "`make bench-quick`" + `), before
    the figures above, on objects of its own: WebApp's CustomResourceDefinition
@@ -261,5 +278,11 @@ runtime, the binary and memory the runtime has not yet returned.
 - **Drift latency** under resyncd is the wait for the next pass (uniform over the
   interval) plus the pass: half an interval at the median, an interval at the
   most. Under a watch it is the event's delivery and one reconcile.
+- **Under churn** resyncd's cost does not move: its LISTs carry its label selector,
+  so the server filters the unrelated Deployments out of every page, and it sees
+  none of their writes. A watch on Deployments receives every write to every
+  Deployment as an event, which the server encodes and sends and the controller
+  decodes, caches and filters: its CPU, the server's CPU and the bytes sent grow
+  with the rate of change of objects it does not manage.
 
 `

@@ -48,6 +48,9 @@ type contender struct {
 	OneNamespace bool
 	// MaxN, when set, is the largest N it runs at.
 	MaxN int
+	// Targeted: a target of the report is on its figures, so it runs at
+	// every N, above -all-up-to too.
+	Targeted bool
 	// ColdRepeats: its cold convergence is repeated -reps times up to
 	// -target-cold-reps-up-to, above -cold-reps-up-to too, so that the
 	// target on it has a spread.
@@ -89,13 +92,13 @@ var errNotConverged = errors.New("did not converge in " + runTimeout.String())
 
 func contenders() []contender {
 	return []contender{
-		{Name: floorName, ManagedBy: "resyncd", ColdRepeats: true, args: func(b *bench, _ int) []string {
+		{Name: floorName, ManagedBy: "resyncd", Targeted: true, ColdRepeats: true, args: func(b *bench, _ int) []string {
 			return []string{b.self, "floor", "--kubeconfig", b.kubeconfig, "--concurrency", "8", "--page-size", "500"}
 		}},
-		{Name: resyncdName, ManagedBy: "resyncd", Repeats: true, ColdRepeats: true, Config: "local", args: func(b *bench, _ int) []string {
+		{Name: resyncdName, ManagedBy: "resyncd", Repeats: true, Targeted: true, ColdRepeats: true, Config: "local", args: func(b *bench, _ int) []string {
 			return []string{b.resyncd, "once", "--config", b.configs["local"], "--kubeconfig", b.kubeconfig}
 		}},
-		{Name: resyncdName + baselineSuffix, ManagedBy: "resyncd", Repeats: true, Config: "local", Baseline: true, args: func(b *bench, _ int) []string {
+		{Name: resyncdName + baselineSuffix, ManagedBy: "resyncd", Repeats: true, Targeted: true, Config: "local", Baseline: true, args: func(b *bench, _ int) []string {
 			return []string{b.baseline, "once", "--config", b.configs["local"], "--kubeconfig", b.kubeconfig}
 		}},
 		{Name: resyncdServerName, ManagedBy: "resyncd", Repeats: true, Config: "server", args: func(b *bench, _ int) []string {
@@ -110,7 +113,7 @@ func contenders() []contender {
 		{Name: resyncdTwoName, ManagedBy: "resyncd", Repeats: true, Config: "clusters", TwoClusters: true, args: func(b *bench, _ int) []string {
 			return []string{b.resyncd, "once", "--config", b.configs["clusters"]}
 		}},
-		{Name: resyncdOneNSName, ManagedBy: "resyncd", Repeats: true, Config: "local", OneNamespace: true, MaxN: 5000, args: func(b *bench, _ int) []string {
+		{Name: resyncdOneNSName, ManagedBy: "resyncd", Repeats: true, Targeted: true, Config: "local", OneNamespace: true, MaxN: 5000, args: func(b *bench, _ int) []string {
 			return []string{b.resyncd, "once", "--config", b.configs["local"], "--kubeconfig", b.kubeconfig}
 		}},
 		{Name: crName, ManagedBy: crManagedBy, UntilConverged: true, Repeats: true, args: func(b *bench, n int) []string {
@@ -213,8 +216,10 @@ type bench struct {
 	coldMax   int
 	// targetColdMax is -target-cold-reps-up-to.
 	targetColdMax int
-	only          map[string]bool
-	profile       string
+	// allMax is -all-up-to.
+	allMax  int
+	only    map[string]bool
+	profile string
 	// tradeOffN is the N at which the trade-off against watching is
 	// measured; 0: nowhere.
 	tradeOffN    int
@@ -237,6 +242,7 @@ func orchestrate(args []string) error {
 	doc := fs.String("doc", "", "write the Markdown report here")
 	work := fs.String("work", ".run/bench", "directory for the kubeconfig, configurations and the control plane's log")
 	coldMax := fs.Int("cold-reps-up-to", 2000, "repeat cold convergence -reps times up to this N; above it, once")
+	allMax := fs.Int("all-up-to", 0, "above this N, only the contenders a target is on run (resyncd, with its parents in one namespace, the raw-SSA floor, the raw LIST and a -baseline's resyncd); 0: every contender at every N")
 	targetColdMax := fs.Int("target-cold-reps-up-to", 5000, "repeat resyncd's and the raw-SSA floor's cold convergence (their ratio is a target) -reps times up to this N, above -cold-reps-up-to too")
 	only := fs.String("only", "", "run only these contenders, comma-separated (development)")
 	profile := fs.String("profile", "", "write pprof CPU and heap profiles of every resyncd run into this directory")
@@ -251,6 +257,7 @@ func orchestrate(args []string) error {
 	intervals := fs.String("intervals", "30s,5m", "resyncd's intervals in the trade-off's window, comma-separated; drift latency at the first")
 	fs.DurationVar(&to.latencySpan, "latency-span", 2*time.Minute, "the span over which drift is injected at random moments")
 	fs.IntVar(&to.latencyChanges, "latency-changes", 60, "the number of children drifted over -latency-span")
+	fs.DurationVar(&to.churnWindow, "churn-window", 2*time.Minute, "the trade-off's window with the unrelated Deployments changing, each once every N/10 seconds (0: no churn)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -290,7 +297,7 @@ func orchestrate(args []string) error {
 	if err != nil {
 		return err
 	}
-	b.coldMax, b.targetColdMax, b.profile = *coldMax, *targetColdMax, *profile
+	b.coldMax, b.targetColdMax, b.allMax, b.profile = *coldMax, *targetColdMax, *allMax, *profile
 	b.tradeOffN, b.tradeOffOpts, b.depthN, b.ringN = to.n, to, *depthN, rings
 	if *baseline != "" {
 		if b.baseline, err = filepath.Abs(*baseline); err == nil {
@@ -405,7 +412,7 @@ func (b *bench) runContenders(ctx context.Context, res *Results, sizes []int, re
 // each round starting one contender later, then, after a contender's last
 // cold run and on the cluster it converged, its steady passes and drift.
 func (b *bench) measureSize(ctx context.Context, res *Results, cs []contender, n, reps int, drift float64) error {
-	cs = slices.DeleteFunc(slices.Clone(cs), func(c contender) bool { return c.MaxN > 0 && n > c.MaxN })
+	cs = b.runAt(cs, n)
 	for rep := 1; rep <= reps; rep++ {
 		for i := range cs {
 			c := cs[(i+rep-1)%len(cs)]
@@ -431,6 +438,14 @@ func (b *bench) measureSize(ctx context.Context, res *Results, cs []contender, n
 		}
 	}
 	return nil
+}
+
+// runAt is the contenders of cs that run at N: up to their MaxN, and
+// above -all-up-to only those a target is on.
+func (b *bench) runAt(cs []contender, n int) []contender {
+	return slices.DeleteFunc(slices.Clone(cs), func(c contender) bool {
+		return (c.MaxN > 0 && n > c.MaxN) || (b.allMax > 0 && n > b.allMax && !c.Targeted)
+	})
 }
 
 // colds is how many times c converges N parents from cold: reps up to
@@ -787,8 +802,12 @@ func watchPeakRSS(pid int) func() int64 {
 
 // vmHWM reads VmHWM from a /proc/PID/status file, in bytes; 0 once the
 // process has released its memory.
-func vmHWM(path string) int64 {
-	v := procField(path, "VmHWM")
+func vmHWM(path string) int64 { return procBytes(path, "VmHWM") }
+
+// procBytes reads a field in kB of a /proc/PID/status file, in bytes; 0
+// when the file or the field is not there.
+func procBytes(path, field string) int64 {
+	v := procField(path, field)
 	kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(v, "kB")), 10, 64)
 	if err != nil {
 		return 0

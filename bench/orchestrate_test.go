@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestColds: above -cold-reps-up-to only the contenders of the cold
 // target repeat, and only up to -target-cold-reps-up-to.
@@ -22,5 +25,59 @@ func TestColds(t *testing.T) {
 		if got := b.colds(byName[tc.name], tc.n, 3); got != tc.want {
 			t.Errorf("%s at N = %d: %d cold runs, want %d", tc.name, tc.n, got, tc.want)
 		}
+	}
+}
+
+// TestRunAt: above -all-up-to only the contenders a target is on run,
+// each up to its MaxN.
+func TestRunAt(t *testing.T) {
+	names := func(cs []contender) string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	all := contenders()
+	for _, tc := range []struct {
+		allMax, n int
+		want      string
+	}{
+		{0, 5000, names(all)},
+		{1000, 1000, names(all)},
+		{1000, 5000, "raw-ssa-floor,resyncd,resyncd-baseline,resyncd-one-namespace"},
+		{1000, 20000, "raw-ssa-floor,resyncd,resyncd-baseline"},
+	} {
+		b := &bench{allMax: tc.allMax}
+		if got := names(b.runAt(all, tc.n)); got != tc.want {
+			t.Errorf("-all-up-to %d, N = %d: %s, want %s", tc.allMax, tc.n, got, tc.want)
+		}
+	}
+}
+
+// TestChurnCrossover: the rate at which the watch costs the server what
+// polling does lies on the line through the quiet window and the churn.
+func TestChurnCrossover(t *testing.T) {
+	quiet := []*WindowSample{
+		{Contender: "resyncd-30s", Interval: 30, Seconds: 300, APIServerCPU: 4.2, EtcdCPU: 1.5},
+		{Contender: crName, Seconds: 300, APIServerCPU: 2.8, EtcdCPU: 1.5},
+	}
+	churned := func(crAPI float64) *Churn {
+		return &Churn{Windows: []*ChurnSample{
+			{WindowSample: WindowSample{Contender: "resyncd-30s", Interval: 30, Seconds: 120, APIServerCPU: 30, EtcdCPU: 10}, Writes: 4800, ProcessCPU: 2, PeakRSS: 50 << 20},
+			{WindowSample: WindowSample{Contender: crName, Seconds: 120, APIServerCPU: crAPI, EtcdCPU: 10}, Writes: 4800, ProcessCPU: 8, PeakRSS: 100 << 20},
+		}}
+	}
+	// Quiet: the watch 16.8 CPU s an hour below polling; at 40 changes a
+	// second 300 above: equal at 40 × 16.8 / 316.8 ≈ 2.
+	got := churnCrossover(&TradeOff{Windows: quiet, Churn: churned(40)})
+	for _, want := range []string{"At 40.0 changes a second, resyncd used 0.25× the CPU", "0.50× its peak RSS", "-17 s quiet, +300 s at this rate",
+		"at about 2 unrelated changes a second (between the two)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("crossover %q\nwants %q", got, want)
+		}
+	}
+	if got := churnCrossover(&TradeOff{Windows: quiet, Churn: churned(20)}); !strings.Contains(got, "no crossover") {
+		t.Errorf("the watch cheaper under churn than quiet, against polling: %q", got)
 	}
 }

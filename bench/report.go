@@ -238,11 +238,12 @@ func summarize(res *Results) *summary {
 
 func ratio(a, b stat) float64 { return a.Median / b.Median }
 
-// measured is cs without resyncdOneNSName when it did not run at z.N:
-// bench-scale runs it, bench does not.
+// measured is cs without the contenders that did not run at z.N (make
+// bench runs only those a target is on above -all-up-to, bench-scale
+// those it names).
 func (z sizeSummary) measured(cs ...string) []string {
 	return slices.DeleteFunc(cs, func(c string) bool {
-		return c == resyncdOneNSName && z.SyncRSS[c].Count == 0 && z.Cold[c].Count == 0
+		return z.SyncRSS[c].Count == 0 && z.Cold[c].Count == 0 && z.ColdFailed[c] == 0 && z.Steady[c].Pass.Count == 0
 	})
 }
 
@@ -376,7 +377,7 @@ func (sum *summary) tables() string {
 		p("### N = %d\n\n", z.N)
 		p("Cold convergence: every HttpService new, no child, no status, until every child exists and every status is written.\n\n")
 		p("| contender | seconds, median (range) | against the floor | against controller-runtime | against controller-runtime, 8 workers |\n|---|---|---|---|---|\n")
-		for _, c := range []string{resyncdName, resyncdServerName, resyncdGraphName, crName, cr8Name, floorName} {
+		for _, c := range z.measured(resyncdName, resyncdServerName, resyncdGraphName, crName, cr8Name, floorName) {
 			secs := spread(z.Cold[c], "%.1f")
 			if f := z.ColdFailed[c]; f > 0 {
 				secs += fmt.Sprintf("; %d run(s) failed or did not converge in %s", f, runTimeout)

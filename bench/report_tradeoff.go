@@ -21,6 +21,7 @@ func (sum *summary) tradeOff() string {
 	sum.others(p, to)
 	windows(p, to)
 	latency(p, to)
+	churn(p, to)
 	return b.String()
 }
 
@@ -61,6 +62,15 @@ func (sum *summary) others(p func(string, ...any), to *TradeOff) {
 		met = "not met"
 	}
 	p("\nTarget: resyncd's peak RSS among them ≤ ⅓ of controller-runtime's: %.2f× (8 workers: %.2f×), %s.\n\n", r, r8, met)
+}
+
+// passes is the passes resyncd made in the window, or a dash for a
+// contender that makes none.
+func (w *WindowSample) passes() string {
+	if w.Interval > 0 {
+		return fmt.Sprint(w.Passes)
+	}
+	return "—"
 }
 
 // windowFig is one window scaled to an hour.
@@ -109,11 +119,7 @@ func windows(p func(string, ...any), to *TradeOff) {
 			p("| %s | failed: %s | | | | | | |\n", name, w.Error)
 			continue
 		}
-		passes := "—"
-		if w.Interval > 0 {
-			passes = fmt.Sprint(w.Passes)
-		}
-		p("| %s | %s | %.2f | %.2f | %.0f | %s | %.0f | %.1f |\n", name, passes, w.APIServerCPU, w.EtcdCPU, f.cpuHour,
+		p("| %s | %s | %.2f | %.2f | %.0f | %s | %.0f | %.1f |\n", name, w.passes(), w.APIServerCPU, w.EtcdCPU, f.cpuHour,
 			signed(f.aboveIdle), f.requests, f.bytesHour/(1<<20))
 	}
 	p("\n%s\n\n", breakEven(to, figs))
@@ -154,8 +160,14 @@ func latency(p func(string, ...any), to *TradeOff) {
 	p("**How long drift lives.** Children picked at random are changed (as in the drift figures) at random moments over\n")
 	p("a span, while the contender runs as it would in production; a watch of the bench's own sees the drifted object\n")
 	p("and then the repaired one in the API server; the figure is the time between:\n\n")
+	latencyTable(p, to.Latency)
+}
+
+// latencyTable renders drift latencies: each contender's changes, those
+// repaired, and how long they lived.
+func latencyTable(p func(string, ...any), ls []*LatencySample) {
 	p("| contender | changes | repaired | p50, s | p99, s | max, s |\n|---|---|---|---|---|---|\n")
-	for _, l := range to.Latency {
+	for _, l := range ls {
 		name := tradeOffLabel(l.Contender, l.Interval)
 		if l.Error != "" {
 			p("| %s | failed: %s | | | | |\n", name, l.Error)
@@ -165,6 +177,91 @@ func latency(p func(string, ...any), to *TradeOff) {
 			seconds(quantile(l.Seconds, 0.5)), seconds(quantile(l.Seconds, 0.99)), seconds(quantile(l.Seconds, 1)))
 	}
 	p("\n")
+}
+
+func churn(p func(string, ...any), to *TradeOff) {
+	ch := to.Churn
+	if ch == nil || len(ch.Windows) == 0 {
+		return
+	}
+	p("**Under churn.** The same N parents in sync, on a control plane of each contender's own with %d unrelated\n", ch.Objects)
+	p("Deployments and as many Services, while another client writes an annotation to each Deployment in turn, once\n")
+	p("every %.0f s (N/10): %.1f writes a second asked for. Side by side over the same %.0f-second window, once the churn\n", ch.PeriodSeconds, float64(ch.Objects)/ch.PeriodSeconds, ch.Windows[0].Seconds)
+	p("has gone on for a while; CPU is user and system time (/proc/PID/stat), peak RSS the largest sampled each second; bytes are what\n")
+	p("the API server sent of the four collections (LIST pages and watch events):\n\n")
+	p("| contender | churn writes a second | passes | contender CPU, s | contender peak RSS, MiB | kube-apiserver CPU, s | etcd CPU, s | MiB sent |\n")
+	p("|---|---|---|---|---|---|---|---|\n")
+	for _, w := range ch.Windows {
+		name := tradeOffLabel(w.Contender, w.Interval)
+		if w.Error != "" {
+			p("| %s | failed: %s | | | | | | |\n", name, w.Error)
+			continue
+		}
+		p("| %s | %.1f | %s | %.2f | %.0f | %.2f | %.2f | %.2f |\n", name, float64(w.Writes)/w.Seconds, w.passes(), w.ProcessCPU,
+			float64(w.PeakRSS)/(1<<20), w.APIServerCPU, w.EtcdCPU, w.Traffic.Bytes/(1<<20))
+	}
+	p("\n%s\n\n", churnCrossover(to))
+	if len(ch.Latency) > 0 {
+		p("Drift injected meanwhile, as above:\n\n")
+		latencyTable(p, ch.Latency)
+	}
+}
+
+// churnCrossover compares the contenders under churn, and, from the quiet
+// window beside it, says at what rate of unrelated change a watch starts
+// to cost the API server more than polling at resyncd's interval.
+func churnCrossover(to *TradeOff) string {
+	ch := to.Churn
+	var rs, cr *ChurnSample
+	for _, w := range ch.Windows {
+		switch {
+		case w.Error != "":
+		case w.Interval > 0 && rs == nil:
+			rs = w
+		case w.Contender == crName:
+			cr = w
+		}
+	}
+	if rs == nil || cr == nil || rs.ProcessCPU <= 0 || cr.ProcessCPU <= 0 {
+		return "Too few figures to compare."
+	}
+	rate := float64(rs.Writes) / rs.Seconds
+	s := fmt.Sprintf("At %.1f changes a second, resyncd used %.2f× the CPU of controller-runtime (1 worker) and %.2f× its peak RSS; "+
+		"its API server used %.2f× the CPU and sent %.2f× the bytes.", rate, rs.ProcessCPU/cr.ProcessCPU,
+		float64(rs.PeakRSS)/float64(max(cr.PeakRSS, 1)), rs.APIServerCPU/cr.APIServerCPU, rs.Traffic.Bytes/max(cr.Traffic.Bytes, 1))
+	hour := func(api, etcd, secs float64) float64 { return (api + etcd) * 3600 / secs }
+	var quietRS, quietCR *WindowSample
+	for _, w := range to.Windows {
+		switch {
+		case w.Error != "":
+		case w.Interval == rs.Interval:
+			quietRS = w
+		case w.Contender == crName:
+			quietCR = w
+		}
+	}
+	if quietRS == nil || quietCR == nil {
+		return s
+	}
+	// The server's CPU an hour under the watch less under polling, quiet
+	// and at rate: a line through the two.
+	d0 := hour(quietCR.APIServerCPU, quietCR.EtcdCPU, quietCR.Seconds) - hour(quietRS.APIServerCPU, quietRS.EtcdCPU, quietRS.Seconds)
+	d1 := hour(cr.APIServerCPU, cr.EtcdCPU, cr.Seconds) - hour(rs.APIServerCPU, rs.EtcdCPU, rs.Seconds)
+	s += fmt.Sprintf(" The servers' CPU an hour, the watch's less polling's at %s: %+.0f s quiet, %+.0f s at this rate.",
+		shortDuration(secondsDuration(rs.Interval)), d0, d1)
+	switch {
+	case d1 <= d0:
+		return s + " The churn did not make the watch cost the server more against polling: no crossover from these two points."
+	case d0 >= 0:
+		return s + " The watch cost the server more even in the quiet window."
+	default:
+		where := "beyond the rate measured: extrapolated"
+		if d1 > 0 {
+			where = "between the two"
+		}
+		return s + fmt.Sprintf(" On the line through the two, the watch costs the server what polling does at about %.0f unrelated changes a second "+
+			"(%s); above it, polling is the cheaper.", rate*-d0/(d1-d0), where)
+	}
 }
 
 // tradeOffLabel names a contender of the trade-off: resyncd by its

@@ -31,6 +31,8 @@ type TradeOff struct {
 	Windows []*WindowSample `json:"windows"`
 	// Latency is measured after the windows, on two of their planes.
 	Latency []*LatencySample `json:"latency"`
+	// Churn is measured after the latency, on control planes of its own.
+	Churn *Churn `json:"churn,omitempty"`
 }
 
 // WindowSample is one control plane's cost over a window in which
@@ -72,6 +74,9 @@ type tradeOffOptions struct {
 	intervals      []time.Duration
 	latencySpan    time.Duration
 	latencyChanges int
+	// churnWindow is the window with unrelated Deployments changing; 0:
+	// no churn.
+	churnWindow time.Duration
 }
 
 // tradeOff runs, at n: the window planes (idle, resyncd at each interval,
@@ -102,7 +107,15 @@ func (b *bench) tradeOff(ctx context.Context, res *Results, cs []contender, n, r
 		return othersErr
 	}
 	to.Latency = b.latencies(ctx, planes, n)
-	return nil
+	if o.churnWindow == 0 {
+		return nil
+	}
+	for _, p := range planes {
+		p.stop()
+	}
+	planes = nil
+	to.Churn, err = b.churn(ctx, n)
+	return err
 }
 
 // windowPlane is one control plane of the window, with its client.
@@ -110,10 +123,18 @@ type windowPlane struct {
 	name      string
 	interval  time.Duration
 	managedBy string
-	env       *testenv.Env
-	cl        *cluster
-	daemon    *daemon   // resyncd
-	cr        *exec.Cmd // controller-runtime
+	// dir is its directory in the bench's work; empty: window-NAME.
+	dir string
+	// others unrelated Deployments and Services are loaded before the
+	// contender starts.
+	others int
+	// workers is controller-runtime's MaxConcurrentReconciles; 0: its
+	// default.
+	workers int
+	env     *testenv.Env
+	cl      *cluster
+	daemon  *daemon   // resyncd
+	cr      *exec.Cmd // controller-runtime
 }
 
 func (p *windowPlane) stop() {
@@ -155,7 +176,10 @@ func (b *bench) startWindowPlanes(ctx context.Context, n int) ([]*windowPlane, e
 }
 
 func (b *bench) startWindowPlane(ctx context.Context, p *windowPlane, n int) error {
-	env, cl, kubeconfig, err := startPlane(b.work, "window-"+p.name)
+	if p.dir == "" {
+		p.dir = "window-" + p.name
+	}
+	env, cl, kubeconfig, err := startPlane(b.work, p.dir)
 	if err != nil {
 		return fmt.Errorf("%s: %w", p.name, err)
 	}
@@ -163,14 +187,19 @@ func (b *bench) startWindowPlane(ctx context.Context, p *windowPlane, n int) err
 	if err := cl.reset(ctx, n); err != nil {
 		return fmt.Errorf("%s: %w", p.name, err)
 	}
+	if p.others > 0 {
+		if err := cl.loadOthers(ctx, p.others); err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+	}
 	switch {
 	case p.interval > 0:
-		config := filepath.Join(b.work, "resyncd-"+p.name+".yaml")
+		config := filepath.Join(b.work, "resyncd-"+p.dir+".yaml")
 		body := strings.Replace(fmt.Sprintf(resyncdConfig, "local"), "interval: 24h", "interval: "+shortDuration(p.interval), 1)
 		if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 			return err
 		}
-		if p.daemon, err = b.spawnDaemon("window-"+p.name, config, kubeconfig); err != nil {
+		if p.daemon, err = b.spawnDaemon(p.dir, config, kubeconfig); err != nil {
 			return err
 		}
 		// The cold pass, then one on the converged cluster: in sync.
@@ -184,7 +213,7 @@ func (b *bench) startWindowPlane(ctx context.Context, p *windowPlane, n int) err
 				return fmt.Errorf("%s: %w", p.name, err)
 			}
 		}
-	case p.name == crName:
+	case p.managedBy == crManagedBy:
 		if err := p.startCR(b, kubeconfig, n); err != nil {
 			return err
 		}
@@ -203,7 +232,11 @@ func (b *bench) startWindowPlane(ctx context.Context, p *windowPlane, n int) err
 // startCR starts controller-runtime on the plane and returns once it has
 // reconciled every parent and its own status writes have settled.
 func (p *windowPlane) startCR(b *bench, kubeconfig string, n int) error {
-	p.cr = exec.Command(b.self, "cr", "--kubeconfig", kubeconfig, "--expect", strconv.Itoa(n))
+	args := []string{"cr", "--kubeconfig", kubeconfig, "--expect", strconv.Itoa(n)}
+	if p.workers > 1 {
+		args = append(args, "--workers", strconv.Itoa(p.workers))
+	}
+	p.cr = exec.Command(b.self, args...)
 	out, err := p.cr.StdoutPipe()
 	if err != nil {
 		return err

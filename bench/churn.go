@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Churn is what keeping N parents in sync costs in a cluster where
+// unrelated Deployments keep changing: a watch receives an event for each
+// change, a poll does not see them.
+type Churn struct {
+	N int `json:"n"`
+	// Objects unrelated Deployments (and as many Services, which do not
+	// change) are in each cluster; each Deployment gets an annotation
+	// written once a Period, in turn: Objects/Period writes a second.
+	Objects       int     `json:"objects"`
+	PeriodSeconds float64 `json:"periodSeconds"`
+	// Windows are measured side by side, each on its own control plane.
+	Windows []*ChurnSample `json:"windows"`
+	// Latency is drift injected while the churn goes on, under resyncd at
+	// the first interval and under controller-runtime with one worker.
+	Latency []*LatencySample `json:"latency"`
+}
+
+// ChurnSample is one control plane's cost over the churn window.
+type ChurnSample struct {
+	WindowSample
+	// Workers is controller-runtime's MaxConcurrentReconciles.
+	Workers int `json:"workers,omitempty"`
+	// Writes are the churn's writes in the window.
+	Writes int64 `json:"writes"`
+	// ProcessCPU is the contender's user and system time in the window,
+	// in seconds; PeakRSS the largest RSS sampled in it, each second.
+	ProcessCPU float64 `json:"processCPUSeconds"`
+	PeakRSS    int64   `json:"peakRSSBytes"`
+}
+
+// churnAnnotation is the annotation the churn writes.
+const churnAnnotation = "bench.resyncd.io/churn"
+
+// churnPeriod is how often each unrelated Deployment is written at N:
+// every N/10 seconds, at least every second.
+func churnPeriod(n int) time.Duration {
+	return max(time.Duration(n)*time.Second/10, time.Second)
+}
+
+// churn measures, at n, resyncd at the first interval and
+// controller-runtime with one and with eight workers, each on its own
+// control plane with -others×N unrelated Deployments and Services, while
+// every Deployment is written once a churnPeriod: the contenders' CPU and
+// memory and the servers' over the churn window, and how long drift lives
+// meanwhile.
+func (b *bench) churn(ctx context.Context, n int) (*Churn, error) {
+	o := b.tradeOffOpts
+	ch := &Churn{N: n, Objects: o.others * n, PeriodSeconds: churnPeriod(n).Seconds()}
+	planes := []*windowPlane{
+		{name: resyncdName + "-" + shortDuration(o.intervals[0]), interval: o.intervals[0], managedBy: "resyncd"},
+		{name: crName, managedBy: crManagedBy, workers: 1},
+		{name: cr8Name, managedBy: crManagedBy, workers: 8},
+	}
+	fmt.Fprintf(os.Stderr, "bench: N=%d churn: %d control planes with %d unrelated Deployments each, converging\n", n, len(planes), ch.Objects)
+	errs := make([]error, len(planes))
+	var wg sync.WaitGroup
+	for i, p := range planes {
+		p.dir, p.others = "churn-"+p.name, ch.Objects
+		wg.Go(func() { errs[i] = b.startWindowPlane(ctx, p, n) })
+	}
+	wg.Wait()
+	defer func() {
+		for _, p := range planes {
+			if p.env != nil {
+				p.stop()
+			}
+		}
+	}()
+	if err := errors.Join(errs...); err != nil {
+		return ch, err
+	}
+	churnCtx, stopChurn := context.WithCancel(ctx)
+	defer stopChurn()
+	writes := make([]atomic.Int64, len(planes))
+	churned := make(chan error, len(planes))
+	for i, p := range planes {
+		go func() { churned <- p.churn(churnCtx, churnPeriod(n), &writes[i]) }()
+	}
+	// A moment first, so that a watch's queues are in their steady state
+	// when the window opens.
+	select {
+	case <-time.After(min(churnPeriod(n), 20*time.Second)):
+	case err := <-churned:
+		return ch, fmt.Errorf("churn: %w", err)
+	case <-ctx.Done():
+		return ch, ctx.Err()
+	}
+	fmt.Fprintf(os.Stderr, "bench: N=%d churn: a window of %s, drift injected over %s under 2 contenders\n", n, o.churnWindow, o.latencySpan)
+	lat := make(chan []*LatencySample, 1)
+	go func() { lat <- b.latencies(ctx, planes[:2], n) }()
+	ch.Windows = measureChurn(ctx, planes, writes, o.churnWindow)
+	ch.Latency = <-lat
+	stopChurn()
+	for range planes {
+		if err := <-churned; err != nil {
+			return ch, fmt.Errorf("churn: %w", err)
+		}
+	}
+	return ch, nil
+}
+
+// churn writes churnAnnotation to each of the plane's unrelated
+// Deployments in turn, each once a period, until ctx ends, counting the
+// writes. A write slower than its turn delays the next rather than
+// piling up: writes says what was done.
+func (p *windowPlane) churn(ctx context.Context, period time.Duration, writes *atomic.Int64) error {
+	list, err := p.cl.cs.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/part-of=another-team"})
+	if err != nil {
+		return err
+	}
+	if len(list.Items) == 0 {
+		return fmt.Errorf("%s: no unrelated Deployment to change", p.name)
+	}
+	tick := time.NewTicker(period / time.Duration(len(list.Items)))
+	defer tick.Stop()
+	opts := metav1.PatchOptions{FieldManager: "bench-churn"}
+	for i := 0; ; i++ {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return nil
+		}
+		d := list.Items[i%len(list.Items)]
+		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, churnAnnotation, strconv.Itoa(i))
+		if _, err := p.cl.cs.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, patch, opts); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("%s: %s/%s: %w", p.name, d.Namespace, d.Name, err)
+		}
+		writes.Add(1)
+	}
+}
+
+// measureChurn measures every plane over the same window: its servers as
+// measureWindows does, and the contender's process CPU and largest RSS.
+func measureChurn(ctx context.Context, planes []*windowPlane, writes []atomic.Int64, window time.Duration) []*ChurnSample {
+	before := make([]float64, len(planes))
+	wrote := make([]int64, len(planes))
+	peaks := make([]atomic.Int64, len(planes))
+	errs := make([]error, len(planes))
+	sampling, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i, p := range planes {
+		before[i], errs[i] = cpuSeconds(p.pid())
+		wrote[i] = writes[i].Load()
+		wg.Go(func() { sampleRSS(sampling, p.pid(), &peaks[i]) })
+	}
+	ws := measureWindows(ctx, planes, window)
+	stop()
+	wg.Wait()
+	out := make([]*ChurnSample, len(planes))
+	for i, p := range planes {
+		s := &ChurnSample{WindowSample: *ws[i], Workers: p.workers, Writes: writes[i].Load() - wrote[i], PeakRSS: peaks[i].Load()}
+		after, err := cpuSeconds(p.pid())
+		s.ProcessCPU = after - before[i]
+		if err := errors.Join(errs[i], err); err != nil {
+			s.Error = strings.TrimPrefix(s.Error+"; "+err.Error(), "; ")
+		}
+		out[i] = s
+	}
+	return out
+}
+
+// pid is the contender's process on the plane.
+func (p *windowPlane) pid() int {
+	if p.daemon != nil {
+		return p.daemon.cmd.Process.Pid
+	}
+	return p.cr.Process.Pid
+}
+
+// sampleRSS keeps in peak the largest VmRSS of pid, read every second
+// until ctx ends.
+func sampleRSS(ctx context.Context, pid int, peak *atomic.Int64) {
+	path := fmt.Sprintf("/proc/%d/status", pid)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		if rss := procBytes(path, "VmRSS"); rss > peak.Load() {
+			peak.Store(rss)
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
