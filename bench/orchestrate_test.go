@@ -77,6 +77,10 @@ func TestChurnCrossover(t *testing.T) {
 			t.Errorf("crossover %q\nwants %q", got, want)
 		}
 	}
+	if got := churnCrossover(&TradeOff{Windows: quiet, Churn: churned(30.5)}); !strings.Contains(got, "+15 s at this rate (of 1200 s)") ||
+		!strings.Contains(got, "within the 5% two control planes differ by") {
+		t.Errorf("the servers 1%% apart under churn: %q", got)
+	}
 	if got := churnCrossover(&TradeOff{Windows: quiet, Churn: churned(20)}); !strings.Contains(got, "no crossover") {
 		t.Errorf("the watch cheaper under churn than quiet, against polling: %q", got)
 	}

@@ -416,24 +416,32 @@ func (sum *summary) tables() string {
 		}
 		p("\nDrift: %s of the children changed by another writer (Deployments scaled, Services' targetPort changed), then one run:\n\n", pct(sum.res.Drift))
 		p("| contender | drifted | child writes | status writes | left drifted | writes in the pass after |\n|---|---|---|---|---|---|\n")
-		for _, c := range []string{resyncdName, resyncdServerName, resyncdGraphName, crName, cr8Name} {
+		for _, c := range z.measured(resyncdName, resyncdServerName, resyncdGraphName, crName, cr8Name) {
 			d := z.Drift[c]
 			p("| %s | %s | %s | %s | %s | %s |\n", labels[c], num(d.Drifted, "%.0f"), spread(d.ChildWrites, "%.0f"), spread(d.StatusWrites, "%.0f"),
 				spread(d.StillDrifted, "%.0f"), spread(d.AgainWrites, "%.0f"))
 		}
-		one, two := z.Steady[resyncdName], z.Steady[resyncdTwoName]
-		p("\nTwo clusters: one resyncd keeps N/2 parents in each of two control planes, against one cluster of N\n")
-		p("(its pass is its slower cluster's; requests and bytes are both API servers'):\n\n")
-		p("| | one cluster of N | two clusters of N/2 | two against one |\n|---|---|---|---|\n")
-		p("| cold convergence, seconds | %s | %s | %s |\n", spread(z.Cold[resyncdName], "%.1f"), spread(z.Cold[resyncdTwoName], "%.1f"), times(z.Cold[resyncdTwoName], z.Cold[resyncdName]))
-		p("| steady pass, seconds | %s | %s | %s |\n", spread(one.Pass, "%.2f"), spread(two.Pass, "%.2f"), times(two.Pass, one.Pass))
-		p("| steady pass, requests | %s | %s | %s |\n", num(one.Requests, "%.0f"), num(two.Requests, "%.0f"), times(two.Requests, one.Requests))
-		p("| steady pass, KiB received | %s | %s | %s |\n", num(kib(one.Bytes), "%.0f"), num(kib(two.Bytes), "%.0f"), times(two.Bytes, one.Bytes))
-		p("| peak RSS cold, MiB | %s | %s | %s |\n", spread(mib(z.ColdRSS[resyncdName]), "%.0f"), spread(mib(z.ColdRSS[resyncdTwoName]), "%.0f"), times(z.ColdRSS[resyncdTwoName], z.ColdRSS[resyncdName]))
-		p("| peak RSS in sync, MiB | %s | %s | %s |\n", spread(mib(z.SyncRSS[resyncdName]), "%.0f"), spread(mib(z.SyncRSS[resyncdTwoName]), "%.0f"), times(z.SyncRSS[resyncdTwoName], z.SyncRSS[resyncdName]))
+		if len(z.measured(resyncdTwoName)) > 0 {
+			twoClusters(p, z)
+		}
 		p("\nTargets:\n\n%s\n", targetTable(z.Targets))
 	}
 	return b.String()
+}
+
+// twoClusters renders one resyncd keeping two clusters of N/2 against one
+// of N.
+func twoClusters(p func(string, ...any), z sizeSummary) {
+	one, two := z.Steady[resyncdName], z.Steady[resyncdTwoName]
+	p("\nTwo clusters: one resyncd keeps N/2 parents in each of two control planes, against one cluster of N\n")
+	p("(its pass is its slower cluster's; requests and bytes are both API servers'):\n\n")
+	p("| | one cluster of N | two clusters of N/2 | two against one |\n|---|---|---|---|\n")
+	p("| cold convergence, seconds | %s | %s | %s |\n", spread(z.Cold[resyncdName], "%.1f"), spread(z.Cold[resyncdTwoName], "%.1f"), times(z.Cold[resyncdTwoName], z.Cold[resyncdName]))
+	p("| steady pass, seconds | %s | %s | %s |\n", spread(one.Pass, "%.2f"), spread(two.Pass, "%.2f"), times(two.Pass, one.Pass))
+	p("| steady pass, requests | %s | %s | %s |\n", num(one.Requests, "%.0f"), num(two.Requests, "%.0f"), times(two.Requests, one.Requests))
+	p("| steady pass, KiB received | %s | %s | %s |\n", num(kib(one.Bytes), "%.0f"), num(kib(two.Bytes), "%.0f"), times(two.Bytes, one.Bytes))
+	p("| peak RSS cold, MiB | %s | %s | %s |\n", spread(mib(z.ColdRSS[resyncdName]), "%.0f"), spread(mib(z.ColdRSS[resyncdTwoName]), "%.0f"), times(z.ColdRSS[resyncdTwoName], z.ColdRSS[resyncdName]))
+	p("| peak RSS in sync, MiB | %s | %s | %s |\n", spread(mib(z.SyncRSS[resyncdName]), "%.0f"), spread(mib(z.SyncRSS[resyncdTwoName]), "%.0f"), times(z.SyncRSS[resyncdTwoName], z.SyncRSS[resyncdName]))
 }
 
 // targetTable renders targets as a Markdown table, each marked met or

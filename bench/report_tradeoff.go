@@ -207,6 +207,10 @@ func churn(p func(string, ...any), to *TradeOff) {
 	}
 }
 
+// churnNoise is how far apart two control planes doing the same work may
+// be: a few percent, seen between idle ones.
+const churnNoise = 0.05
+
 // churnCrossover compares the contenders under churn, and, from the quiet
 // window beside it, says at what rate of unrelated change a watch starts
 // to cost the API server more than polling at resyncd's interval.
@@ -247,9 +251,13 @@ func churnCrossover(to *TradeOff) string {
 	// and at rate: a line through the two.
 	d0 := hour(quietCR.APIServerCPU, quietCR.EtcdCPU, quietCR.Seconds) - hour(quietRS.APIServerCPU, quietRS.EtcdCPU, quietRS.Seconds)
 	d1 := hour(cr.APIServerCPU, cr.EtcdCPU, cr.Seconds) - hour(rs.APIServerCPU, rs.EtcdCPU, rs.Seconds)
-	s += fmt.Sprintf(" The servers' CPU an hour, the watch's less polling's at %s: %+.0f s quiet, %+.0f s at this rate.",
-		shortDuration(secondsDuration(rs.Interval)), d0, d1)
+	churnHour := hour(rs.APIServerCPU, rs.EtcdCPU, rs.Seconds)
+	s += fmt.Sprintf(" The servers' CPU an hour, the watch's less polling's at %s: %+.0f s quiet, %+.0f s at this rate (of %.0f s).",
+		shortDuration(secondsDuration(rs.Interval)), d0, d1, churnHour)
 	switch {
+	case math.Abs(d1) < churnNoise*churnHour:
+		return s + fmt.Sprintf(" Under churn the difference is within the %.0f%% two control planes differ by: at this rate of unrelated change "+
+			"a watch and polling cost the server the same, most of its CPU being the churn's own writes; the crossover is about here.", churnNoise*100)
 	case d1 <= d0:
 		return s + " The churn did not make the watch cost the server more against polling: no crossover from these two points."
 	case d0 >= 0:
