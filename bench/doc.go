@@ -219,17 +219,18 @@ runtime, the binary and memory the runtime has not yet returned.
   again. The first pass after a start has nothing to remember.
 - **Peak RSS** of resyncd is a fixed part and a part that grows with the largest
   namespace and, slowly, with the parents.
-  - The fixed part, with ten parents: 47–52 MiB, of which 33–34 MiB are the pages
+  - The fixed part, with ten parents: 46–47 MiB at its peak and 44–45 MiB once in
+    sync, of which 31–34 MiB are the pages
     of the 58 MB binary the process has touched (its code and read-only data: type
     descriptors, the function tables the collector and stack traces read) and
     13–14 MiB are the Go heap and runtime (7.5 MiB of heap in use). Every
     typed client-go client (discovery, leader election, Events, Leases) registers
     all of client-go's API groups at start: a process that links only the dynamic
     client, the typed clients and that registry peaks at 18 MiB doing nothing. The
-    schemas tier 1 reads managedFields with are parsed once, at start: 25 MB
+    schemas tier 1 reads managedFields with are parsed once, first thing: 25 MB
     allocated, 8 MB of it live at once, so resyncd parses them with the collector
     at a tenth of its pace and returns what it freed at once; they add about 13 MiB
-    at their peak and 3 MiB for good.
+    at their peak, while little else is resident, and 3 MiB for good.
   - A pass reads parents and children side by side, a namespace at a time, in the
     order the API server stores them, so it holds the children of one namespace
     (identity, the fingerprint of tier 1 and the fields the renderer reads of each)
