@@ -121,7 +121,7 @@ func (b *bench) churn(ctx context.Context, n int) (*Churn, error) {
 // writes. A write slower than its turn delays the next rather than
 // piling up: writes says what was done.
 func (p *windowPlane) churn(ctx context.Context, period time.Duration, writes *atomic.Int64) error {
-	list, err := p.cl.cs.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/part-of=another-team"})
+	list, err := p.cl.cs.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/part-of=" + othersPartOf})
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,10 @@ import (
 // othersLabel marks the namespaces of the unrelated objects.
 const othersLabel = "bench.resyncd.io/others"
 
+// othersPartOf is the app.kubernetes.io/part-of label of the unrelated
+// objects: another team's.
+const othersPartOf = "another-team"
+
 func othersNamespace(i int) string { return fmt.Sprintf("others-%03d", i) }
 
 // loadOthers creates u Deployments and u Services that no contender
@@ -34,7 +38,7 @@ func (c *cluster) loadOthers(ctx context.Context, u int) error {
 	opts := metav1.CreateOptions{FieldManager: "bench-others"}
 	err := parallel(u, func(i int) error {
 		ns, name := othersNamespace(i%namespaces), fmt.Sprintf("other-%05d", i)
-		labels := map[string]string{"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "another-team"}
+		labels := map[string]string{"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": othersPartOf}
 		replicas := int32(2)
 		probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}}}
 		dep := &appsv1.Deployment{

@@ -21,7 +21,7 @@ func (sum *summary) tradeOff() string {
 	sum.others(p, to)
 	windows(p, to)
 	latency(p, to)
-	churn(p, to)
+	churnReport(p, to)
 	return b.String()
 }
 
@@ -179,7 +179,9 @@ func latencyTable(p func(string, ...any), ls []*LatencySample) {
 	p("\n")
 }
 
-func churn(p func(string, ...any), to *TradeOff) {
+// churnReport renders the trade-off under churn: each plane's cost over
+// the window, the crossover, and the drift latency meanwhile.
+func churnReport(p func(string, ...any), to *TradeOff) {
 	ch := to.Churn
 	if ch == nil || len(ch.Windows) == 0 {
 		return
