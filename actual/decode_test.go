@@ -1,6 +1,8 @@
 package actual
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -35,5 +37,72 @@ func TestDecodeListNumbers(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got[0]); diff != "" {
 		t.Errorf("(-util/json +decodeList):\n%s", diff)
+	}
+}
+
+// TestDecodeListAsUtilJSON: the items of a page of Deployments as the API
+// server writes them, escapes and managedFields included, decode to what
+// k8s.io/apimachinery/pkg/util/json gives each, with the list's kind.
+func TestDecodeListAsUtilJSON(t *testing.T) {
+	page := benchPage(3)
+	var list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(page, &list); err != nil {
+		t.Fatal(err)
+	}
+	var got []map[string]any
+	h, err := decodeList(bytes.NewReader(page), func(u *unstructured.Unstructured) error {
+		got = append(got, u.Object)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.kind != "DeploymentList" || h.apiVersion != "apps/v1" || h.cont != "abc" {
+		t.Errorf("list head %+v", h)
+	}
+	if len(got) != len(list.Items) {
+		t.Fatalf("%d items, want %d", len(got), len(list.Items))
+	}
+	for i, raw := range list.Items {
+		want := map[string]any{}
+		if err := utiljson.Unmarshal(raw, &want); err != nil {
+			t.Fatal(err)
+		}
+		want["kind"], want["apiVersion"] = "Deployment", "apps/v1"
+		if diff := cmp.Diff(want, got[i]); diff != "" {
+			t.Errorf("item %d (-util/json +decodeList):\n%s", i, diff)
+		}
+	}
+}
+
+// TestDecodeListBroken: a page cut short, or not a list, is an error, not
+// fewer items.
+func TestDecodeListBroken(t *testing.T) {
+	page := benchPage(2)
+	for name, body := range map[string]string{
+		"cut in an item":   string(page[:len(page)/2]),
+		"cut after items":  string(page[:len(page)-1]),
+		"items not a list": `{"kind":"DeploymentList","items":{}}`,
+		"item not object":  `{"kind":"DeploymentList","items":[1]}`,
+		"not an object":    `[]`,
+		"bad number":       `{"kind":"DeploymentList","apiVersion":"apps/v1","items":[{"spec":{"n":1e999}}]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := decodeList(strings.NewReader(body), func(*unstructured.Unstructured) error { return nil }); err == nil {
+				t.Error("no error")
+			}
+		})
+	}
+}
+
+// TestDecodeListCutAnywhere: a page cut at any byte is an error.
+func TestDecodeListCutAnywhere(t *testing.T) {
+	page := benchPage(2)
+	for i := range len(page) {
+		if _, err := decodeList(bytes.NewReader(page[:i]), func(*unstructured.Unstructured) error { return nil }); err == nil {
+			t.Fatalf("cut after %d of %d bytes: no error", i, len(page))
+		}
 	}
 }

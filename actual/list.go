@@ -1,7 +1,6 @@
 package actual
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	jsoniter "github.com/json-iterator/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -111,133 +111,176 @@ type listHead struct {
 // decodeList reads one list response and calls fn for each item. Items of
 // built-in types carry no kind; they get the list's, which the API server
 // writes before the items.
+//
+// It reads with json-iterator's Iterator, which structured-merge-diff
+// links already: one scan of the stream, every value made as it is read,
+// numbers int64 when whole and in range, else float64, as
+// k8s.io/apimachinery/pkg/util/json gives unstructured objects.
+// encoding/json's Decoder scanned each item twice and its json.Numbers
+// were walked a third time.
 func decodeList(r io.Reader, fn func(*unstructured.Unstructured) error) (listHead, error) {
 	var h listHead
-	dec := json.NewDecoder(bufio.NewReaderSize(r, 64<<10))
-	// Numbers as json.Number, made int64 or float64 below as unstructured
-	// objects hold them: one scan of each item and one decode, where a
-	// RawMessage and a second Unmarshal scanned it four times.
-	dec.UseNumber()
-	if err := expectDelim(dec, '{'); err != nil {
+	iter := jsoniter.Parse(jsoniter.ConfigDefault, r, 64<<10)
+	if next := iter.WhatIsNext(); next != jsoniter.ObjectValue {
+		return h, fmt.Errorf("a list: got %s, want an object", valueName(next))
+	}
+	var err error
+	done := iter.ReadMapCB(func(iter *jsoniter.Iterator, key string) bool {
+		switch key {
+		case "kind":
+			h.kind = iter.ReadString()
+		case "apiVersion":
+			h.apiVersion = iter.ReadString()
+		case "metadata":
+			h.cont, h.shard = readListMeta(iter)
+		case "items":
+			err = decodeItems(iter, h, fn)
+		default:
+			iter.Skip()
+		}
+		return err == nil && iter.Error == nil
+	})
+	if err != nil {
 		return h, err
 	}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return h, err
-		}
-		switch key, _ := t.(string); key {
-		case "kind":
-			err = dec.Decode(&h.kind)
-		case "apiVersion":
-			err = dec.Decode(&h.apiVersion)
-		case "metadata":
-			var m metav1.ListMeta
-			err = dec.Decode(&m)
-			h.cont = m.Continue
-			if m.ShardInfo != nil {
-				h.shard = m.ShardInfo.Selector
-			}
-		case "items":
-			err = decodeItems(dec, h, fn)
-		default:
-			var skip json.RawMessage
-			err = dec.Decode(&skip)
-		}
-		if err != nil {
-			return h, err
-		}
-	}
-	return h, expectDelim(dec, '}')
+	return h, iterError(iter, done)
 }
 
-func decodeItems(dec *json.Decoder, h listHead, fn func(*unstructured.Unstructured) error) error {
-	t, err := dec.Token()
-	if err != nil || t == nil { // "items": null
-		return err
-	}
-	if d, ok := t.(json.Delim); !ok || d != '[' {
-		return fmt.Errorf("items: got %v, want a list", t)
-	}
-	for dec.More() {
-		obj := map[string]any{}
-		if err := dec.Decode(&obj); err != nil {
-			return err
+// readListMeta reads a list's metadata: its continue token and the shard
+// selector the server says it applied.
+func readListMeta(iter *jsoniter.Iterator) (cont, shard string) {
+	iter.ReadMapCB(func(iter *jsoniter.Iterator, key string) bool {
+		switch key {
+		case "continue":
+			cont = iter.ReadString()
+		case "shardInfo":
+			iter.ReadMapCB(func(iter *jsoniter.Iterator, key string) bool {
+				if key == "selector" {
+					shard = iter.ReadString()
+				} else {
+					iter.Skip()
+				}
+				return iter.Error == nil
+			})
+		default:
+			iter.Skip()
 		}
-		if err := convertNumbers(obj); err != nil {
-			return err
+		return iter.Error == nil
+	})
+	return cont, shard
+}
+
+func decodeItems(iter *jsoniter.Iterator, h listHead, fn func(*unstructured.Unstructured) error) error {
+	if iter.ReadNil() { // "items": null
+		return nil
+	}
+	if next := iter.WhatIsNext(); next != jsoniter.ArrayValue {
+		return fmt.Errorf("items: got %s, want a list", valueName(next))
+	}
+	var err error
+	done := iter.ReadArrayCB(func(iter *jsoniter.Iterator) bool {
+		if next := iter.WhatIsNext(); next != jsoniter.ObjectValue {
+			err = fmt.Errorf("an item: got %s, want an object", valueName(next))
+			return false
+		}
+		obj, _ := readValue(iter).(map[string]any)
+		if iter.Error != nil {
+			return false
 		}
 		u := &unstructured.Unstructured{Object: obj}
 		if u.GetKind() == "" {
 			if h.kind == "" {
-				return errors.New("an item with no kind before the list's kind")
+				err = errors.New("an item with no kind before the list's kind")
+				return false
 			}
 			u.SetKind(strings.TrimSuffix(h.kind, "List"))
 			u.SetAPIVersion(h.apiVersion)
 		}
-		if err := fn(u); err != nil {
-			return err
-		}
+		err = fn(u)
+		return err == nil
+	})
+	if err != nil {
+		return err
 	}
-	return expectDelim(dec, ']')
+	return iterError(iter, done)
 }
 
-// convertNumbers replaces, in place, every json.Number below x with an
-// int64 when it is a whole number that fits, else a float64: what
-// k8s.io/apimachinery/pkg/util/json gives unstructured objects.
-func convertNumbers(x any) error {
-	_, _, err := convert(x)
-	return err
-}
-
-// convert returns what x becomes, and whether it is another value than x.
-func convert(x any) (any, bool, error) {
-	switch v := x.(type) {
-	case json.Number:
-		n, err := number(v)
-		return n, true, err
-	case map[string]any:
-		for k, e := range v {
-			c, changed, err := convert(e)
-			if err != nil {
-				return nil, false, err
-			}
-			if changed {
-				v[k] = c
-			}
+// readValue reads the next value as unstructured objects hold it.
+func readValue(iter *jsoniter.Iterator) any {
+	switch iter.WhatIsNext() {
+	case jsoniter.StringValue:
+		return iter.ReadString()
+	case jsoniter.NumberValue:
+		n, err := number(iter.ReadNumber())
+		if err != nil {
+			iter.ReportError("number", err.Error())
 		}
-	case []any:
-		for i, e := range v {
-			c, changed, err := convert(e)
-			if err != nil {
-				return nil, false, err
-			}
-			if changed {
-				v[i] = c
-			}
-		}
+		return n
+	case jsoniter.NilValue:
+		iter.ReadNil()
+		return nil
+	case jsoniter.BoolValue:
+		return iter.ReadBool()
+	case jsoniter.ArrayValue:
+		arr := []any{}
+		iter.ReadArrayCB(func(iter *jsoniter.Iterator) bool {
+			arr = append(arr, readValue(iter))
+			return iter.Error == nil
+		})
+		return arr
+	case jsoniter.ObjectValue:
+		obj := map[string]any{}
+		iter.ReadMapCB(func(iter *jsoniter.Iterator, key string) bool {
+			obj[key] = readValue(iter)
+			return iter.Error == nil
+		})
+		return obj
+	default:
+		iter.ReportError("value", "not JSON")
+		return nil
 	}
-	return x, false, nil
 }
 
 func number(n json.Number) (any, error) {
-	if i, err := n.Int64(); err == nil {
+	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
 		return i, nil
 	}
-	f, err := n.Float64()
+	f, err := strconv.ParseFloat(string(n), 64)
 	if err != nil {
 		return nil, fmt.Errorf("number %s: %w", n, err)
 	}
 	return f, nil
 }
 
-func expectDelim(dec *json.Decoder, want json.Delim) error {
-	t, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if d, ok := t.(json.Delim); !ok || d != want {
-		return fmt.Errorf("got %v, want %q", t, want)
+// iterError is what stopped iter before the value it read was done: a
+// value read whole never reaches the end of the stream, so that ends it
+// too soon.
+func iterError(iter *jsoniter.Iterator, done bool) error {
+	switch {
+	case errors.Is(iter.Error, io.EOF):
+		return io.ErrUnexpectedEOF
+	case iter.Error != nil:
+		return iter.Error
+	case !done:
+		return io.ErrUnexpectedEOF
 	}
 	return nil
+}
+
+func valueName(t jsoniter.ValueType) string {
+	switch t {
+	case jsoniter.StringValue:
+		return "a string"
+	case jsoniter.NumberValue:
+		return "a number"
+	case jsoniter.NilValue:
+		return "null"
+	case jsoniter.BoolValue:
+		return "a boolean"
+	case jsoniter.ArrayValue:
+		return "a list"
+	case jsoniter.ObjectValue:
+		return "an object"
+	}
+	return "no JSON value"
 }
