@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,34 +54,51 @@ func churnPeriod(n int) time.Duration {
 }
 
 // churn measures, at n, resyncd at the first interval and
-// controller-runtime with one and with eight workers, each on its own
-// control plane with -others×N unrelated Deployments and Services, while
-// every Deployment is written once a churnPeriod: the contenders' CPU and
-// memory and the servers' over the churn window, and how long drift lives
-// meanwhile.
-func (b *bench) churn(ctx context.Context, n int) (*Churn, error) {
+// controller-runtime with one and with eight workers while every one of
+// -others×N unrelated Deployments is written once a churnPeriod: the
+// contenders' CPU and memory and the servers' over the churn window, and
+// how long drift lives meanwhile. It goes on on the window's control
+// planes, which hold the N parents in sync already: resyncd's and
+// controller-runtime's keep running, the idle one gets controller-runtime
+// with eight workers, and each gets the unrelated Deployments and
+// Services; the others are stopped. The quiet window and the churn are
+// then measured on the same servers.
+func (b *bench) churn(ctx context.Context, n int, quiet []*windowPlane) (*Churn, error) {
 	o := b.tradeOffOpts
 	ch := &Churn{N: n, Objects: o.others * n, PeriodSeconds: churnPeriod(n).Seconds()}
-	planes := []*windowPlane{
-		{name: resyncdName + "-" + shortDuration(o.intervals[0]), interval: o.intervals[0], managedBy: "resyncd"},
-		{name: crName, managedBy: crManagedBy, workers: 1},
-		{name: cr8Name, managedBy: crManagedBy, workers: 8},
+	var rs, cr, idle *windowPlane
+	for _, p := range quiet {
+		switch {
+		case p.interval > 0 && p.interval == o.intervals[0]:
+			rs = p
+		case p.name == crName:
+			cr = p
+		case p.name == idleName:
+			idle = p
+		default:
+			p.stop()
+		}
 	}
-	fmt.Fprintf(os.Stderr, "bench: N=%d churn: %d control planes with %d unrelated Deployments each, converging\n", n, len(planes), ch.Objects)
+	if rs == nil || cr == nil || idle == nil {
+		return ch, errors.New("churn: the window's planes of resyncd, controller-runtime and the idle server are not all up")
+	}
+	cr.workers = 1
+	planes := []*windowPlane{rs, cr, idle}
+	progress("N=%d churn: %d control planes with %d unrelated Deployments each", n, len(planes), ch.Objects)
 	errs := make([]error, len(planes))
 	var wg sync.WaitGroup
 	for i, p := range planes {
-		p.dir, p.others = "churn-"+p.name, ch.Objects
-		wg.Go(func() { errs[i] = b.startWindowPlane(ctx, p, n) })
+		wg.Go(func() {
+			if errs[i] = p.cl.loadOthers(ctx, ch.Objects); errs[i] != nil || p != idle {
+				return
+			}
+			p.name, p.workers = cr8Name, 8
+			if errs[i] = p.startCR(b, p.kubeconfig, n); errs[i] == nil {
+				errs[i] = p.cl.converged(ctx, n, p.managedBy)
+			}
+		})
 	}
 	wg.Wait()
-	defer func() {
-		for _, p := range planes {
-			if p.env != nil {
-				p.stop()
-			}
-		}
-	}()
 	if err := errors.Join(errs...); err != nil {
 		return ch, err
 	}
@@ -102,7 +118,7 @@ func (b *bench) churn(ctx context.Context, n int) (*Churn, error) {
 	case <-ctx.Done():
 		return ch, ctx.Err()
 	}
-	fmt.Fprintf(os.Stderr, "bench: N=%d churn: a window of %s, drift injected over %s under 2 contenders\n", n, o.churnWindow, o.latencySpan)
+	progress("N=%d churn: a window of %s, drift injected over %s under 2 contenders", n, o.churnWindow, o.latencySpan)
 	lat := make(chan []*LatencySample, 1)
 	go func() { lat <- b.latencies(ctx, planes[:2], n) }()
 	ch.Windows = measureChurn(ctx, planes, writes, o.churnWindow)

@@ -126,19 +126,21 @@ func (c *cluster) empty(ctx context.Context, ns string) error {
 	return c.deleteServices(ctx, ns)
 }
 
-// deleteServices deletes every Service in ns, one by one: Services have
-// no DELETECOLLECTION.
+// deleteServices deletes every Service in ns, one by one, loadWorkers at
+// a time: Services have no DELETECOLLECTION, and a namespace may hold
+// thousands.
 func (c *cluster) deleteServices(ctx context.Context, ns string) error {
 	svcs, err := c.cs.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
 	}
-	for _, s := range svcs.Items {
-		if err := c.cs.CoreV1().Services(ns).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return err
+	return parallel(len(svcs.Items), func(i int) error {
+		err := c.cs.CoreV1().Services(ns).Delete(ctx, svcs.Items[i].Name, metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
 		}
-	}
-	return nil
+		return err
+	})
 }
 
 // parent is the i-th HttpService: a typical web service with probes,

@@ -214,7 +214,7 @@ func (b *bench) passes(ctx context.Context, c contender, n, reps int, fraction f
 
 func (b *bench) passRounds(ctx context.Context, r *passRun, reps int, fraction float64, keep func(*Sample)) error {
 	c, n := r.c, r.n
-	fmt.Fprintf(os.Stderr, "bench: N=%d %s: passes of resyncd run\n", n, c.Name)
+	progress("N=%d %s: passes of resyncd run", n, c.Name)
 	if _, err := r.pass(ctx, 1, "first", false); err != nil {
 		return err
 	}

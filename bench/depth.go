@@ -104,7 +104,7 @@ func (r *DepthRun) converging() (passes int, seconds, passSeconds float64) {
 // -cold-reps-up-to), each round starting with the other graph, and leaves
 // no WebApp behind for what runs after.
 func (b *bench) measureDepth(ctx context.Context, res *Results, n, reps int) error {
-	fmt.Fprintf(os.Stderr, "bench: N=%d graph depth: installing WebApp\n", n)
+	progress("N=%d graph depth: installing WebApp", n)
 	if err := b.cl.installWebApps(ctx); err != nil {
 		return fmt.Errorf("graph depth: %w", err)
 	}
@@ -115,7 +115,7 @@ func (b *bench) measureDepth(ctx context.Context, res *Results, n, reps int) err
 	// Unmeasured: the first pass after WebApp is installed, and the first
 	// writes of each kind in new namespaces, pay the server's start-up
 	// costs, which would count against whichever graph went first.
-	fmt.Fprintf(os.Stderr, "bench: N=%d graph depth: warming up, unmeasured\n", n)
+	progress("N=%d graph depth: warming up, unmeasured", n)
 	for _, g := range depthGraphs {
 		if _, err := b.converge(ctx, g, configs[g.name], min(n, parentsPerNS), 0); err != nil {
 			return fmt.Errorf("graph depth %d: %w", g.depth, err)
@@ -129,7 +129,7 @@ func (b *bench) measureDepth(ctx context.Context, res *Results, n, reps int) err
 	for rep := 1; rep <= reps; rep++ {
 		for i := range depthGraphs {
 			g := depthGraphs[(i+rep-1)%len(depthGraphs)]
-			fmt.Fprintf(os.Stderr, "bench: N=%d graph depth %d (%s.yaml): %d/%d\n", n, g.depth, g.name, rep, reps)
+			progress("N=%d graph depth %d (%s.yaml): %d/%d", n, g.depth, g.name, rep, reps)
 			r, err := b.converge(ctx, g, configs[g.name], n, rep)
 			gd.Runs = append(gd.Runs, r)
 			if err != nil {

@@ -16,6 +16,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"time"
 )
 
 func main() {
@@ -30,4 +31,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// started is when the process started, for progress.
+var started = time.Now()
+
+// progress says on stderr what the bench does now, after how long since
+// it started: where the run's time went.
+func progress(format string, args ...any) {
+	d := time.Since(started).Round(time.Second)
+	fmt.Fprintf(os.Stderr, "bench: %02d:%02d:%02d "+format+"\n", append([]any{int(d.Hours()), int(d.Minutes()) % 60, int(d.Seconds()) % 60}, args...)...)
 }

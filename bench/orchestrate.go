@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -53,7 +54,8 @@ type contender struct {
 	Targeted bool
 	// ColdRepeats: its cold convergence is repeated -reps times up to
 	// -target-cold-reps-up-to, above -cold-reps-up-to too, so that the
-	// target on it has a spread.
+	// target on it (against the floor, or the graph's against the
+	// built-in renderer) and an A/B of it have a spread.
 	ColdRepeats bool
 	// Baseline: the contender runs -baseline's binary rather than
 	// -resyncd's, for a same-run A/B of two builds.
@@ -98,22 +100,22 @@ func contenders() []contender {
 		{Name: resyncdName, ManagedBy: "resyncd", Repeats: true, Targeted: true, ColdRepeats: true, Config: "local", args: func(b *bench, _ int) []string {
 			return []string{b.resyncd, "once", "--config", b.configs["local"], "--kubeconfig", b.kubeconfig}
 		}},
-		{Name: resyncdName + baselineSuffix, ManagedBy: "resyncd", Repeats: true, Targeted: true, Config: "local", Baseline: true, args: func(b *bench, _ int) []string {
+		{Name: resyncdName + baselineSuffix, ManagedBy: "resyncd", Repeats: true, Targeted: true, ColdRepeats: true, Config: "local", Baseline: true, args: func(b *bench, _ int) []string {
 			return []string{b.baseline, "once", "--config", b.configs["local"], "--kubeconfig", b.kubeconfig}
 		}},
 		{Name: resyncdServerName, ManagedBy: "resyncd", Repeats: true, Config: "server", args: func(b *bench, _ int) []string {
 			return []string{b.resyncd, "once", "--config", b.configs["server"], "--kubeconfig", b.kubeconfig}
 		}},
-		{Name: resyncdGraphName, ManagedBy: "resyncd", Repeats: true, Config: "graph", args: func(b *bench, _ int) []string {
+		{Name: resyncdGraphName, ManagedBy: "resyncd", Repeats: true, ColdRepeats: true, Config: "graph", args: func(b *bench, _ int) []string {
 			return []string{b.resyncd, "once", "--config", b.configs["graph"], "--kubeconfig", b.kubeconfig}
 		}},
-		{Name: resyncdGraphName + baselineSuffix, ManagedBy: "resyncd", Repeats: true, Config: "graph", Baseline: true, args: func(b *bench, _ int) []string {
+		{Name: resyncdGraphName + baselineSuffix, ManagedBy: "resyncd", Repeats: true, ColdRepeats: true, Config: "graph", Baseline: true, args: func(b *bench, _ int) []string {
 			return []string{b.baseline, "once", "--config", b.configs["graph"], "--kubeconfig", b.kubeconfig}
 		}},
 		{Name: resyncdTwoName, ManagedBy: "resyncd", Repeats: true, Config: "clusters", TwoClusters: true, args: func(b *bench, _ int) []string {
 			return []string{b.resyncd, "once", "--config", b.configs["clusters"]}
 		}},
-		{Name: resyncdOneNSName, ManagedBy: "resyncd", Repeats: true, Targeted: true, Config: "local", OneNamespace: true, MaxN: 5000, args: func(b *bench, _ int) []string {
+		{Name: resyncdOneNSName, ManagedBy: "resyncd", Repeats: true, Config: "local", OneNamespace: true, MaxN: 5000, args: func(b *bench, _ int) []string {
 			return []string{b.resyncd, "once", "--config", b.configs["local"], "--kubeconfig", b.kubeconfig}
 		}},
 		{Name: crName, ManagedBy: crManagedBy, UntilConverged: true, Repeats: true, args: func(b *bench, n int) []string {
@@ -242,7 +244,7 @@ func orchestrate(args []string) error {
 	doc := fs.String("doc", "", "write the Markdown report here")
 	work := fs.String("work", ".run/bench", "directory for the kubeconfig, configurations and the control plane's log")
 	coldMax := fs.Int("cold-reps-up-to", 2000, "repeat cold convergence -reps times up to this N; above it, once")
-	allMax := fs.Int("all-up-to", 0, "above this N, only the contenders a target is on run (resyncd, with its parents in one namespace, the raw-SSA floor, the raw LIST and a -baseline's resyncd); 0: every contender at every N")
+	allMax := fs.Int("all-up-to", 0, "above this N, only the contenders a target is on run (resyncd, the raw-SSA floor, the raw LIST and a -baseline's resyncd); 0: every contender at every N")
 	targetColdMax := fs.Int("target-cold-reps-up-to", 5000, "repeat resyncd's and the raw-SSA floor's cold convergence (their ratio is a target) -reps times up to this N, above -cold-reps-up-to too")
 	only := fs.String("only", "", "run only these contenders, comma-separated (development)")
 	profile := fs.String("profile", "", "write pprof CPU and heap profiles of every resyncd run into this directory")
@@ -255,9 +257,9 @@ func orchestrate(args []string) error {
 	fs.IntVar(&to.others, "others", 4, "unrelated Deployments, and Services, in the trade-off: this many times N")
 	fs.DurationVar(&to.window, "window", 5*time.Minute, "the trade-off's window with everything in sync")
 	intervals := fs.String("intervals", "30s,5m", "resyncd's intervals in the trade-off's window, comma-separated; drift latency at the first")
-	fs.DurationVar(&to.latencySpan, "latency-span", 2*time.Minute, "the span over which drift is injected at random moments")
+	fs.DurationVar(&to.latencySpan, "latency-span", 90*time.Second, "the span over which drift is injected at random moments")
 	fs.IntVar(&to.latencyChanges, "latency-changes", 60, "the number of children drifted over -latency-span")
-	fs.DurationVar(&to.churnWindow, "churn-window", 2*time.Minute, "the trade-off's window with the unrelated Deployments changing, each once every N/10 seconds (0: no churn)")
+	fs.DurationVar(&to.churnWindow, "churn-window", 90*time.Second, "the trade-off's window with the unrelated Deployments changing, each once every N/10 seconds (0: no churn)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -579,7 +581,13 @@ func startPlane(work, sub string) (*testenv.Env, *cluster, string, error) {
 	if err != nil {
 		return fail(err)
 	}
-	cs, err := kubernetes.NewForConfig(&cfg)
+	// The bench's own loads and resets, tens of thousands of writes a
+	// run, in protobuf as the cluster's own controllers write: less of the
+	// server's CPU for what is not measured. (Custom resources have no
+	// protobuf: those go through dyn, in JSON.)
+	pb := cfg
+	pb.ContentType, pb.AcceptContentTypes = runtime.ContentTypeProtobuf, runtime.ContentTypeProtobuf+","+runtime.ContentTypeJSON
+	cs, err := kubernetes.NewForConfig(&pb)
 	if err != nil {
 		return fail(err)
 	}
@@ -628,20 +636,23 @@ func (b *bench) cold(ctx context.Context, c contender, n, rep, of int) (*Sample,
 	if rep == 0 {
 		what = "converging, unmeasured"
 	}
-	fmt.Fprintf(os.Stderr, "bench: N=%d %s: %s\n", n, c.Name, what)
+	progress("N=%d %s: %s: resetting", n, c.Name, what)
 	cls, ns, err := b.clustersOf(c, n)
 	if err != nil {
 		return nil, err
 	}
 	for i, cl := range cls {
-		reset := cl.reset(ctx, ns[i])
+		var err error
 		if c.OneNamespace {
-			reset = cl.resetIn(ctx, ns[i], []string{oneNamespace})
+			err = cl.resetIn(ctx, ns[i], []string{oneNamespace})
+		} else {
+			err = cl.reset(ctx, ns[i])
 		}
-		if reset != nil {
-			return nil, reset
+		if err != nil {
+			return nil, err
 		}
 	}
+	progress("N=%d %s: %s", n, c.Name, what)
 	s, err := b.run(ctx, c, n, rep, "cold")
 	if err != nil {
 		s.Error = err.Error() // kept in the samples, out of the figures
@@ -678,7 +689,7 @@ func (b *bench) repeats(ctx context.Context, c contender, n, reps int, fraction 
 		return s, err
 	}
 	for rep := 1; rep <= reps; rep++ {
-		fmt.Fprintf(os.Stderr, "bench: N=%d %s: steady and drift %d/%d\n", n, c.Name, rep, reps)
+		progress("N=%d %s: steady and drift %d/%d", n, c.Name, rep, reps)
 		if _, err := run(c, rep, "steady"); err != nil {
 			return out, err
 		}

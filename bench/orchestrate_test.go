@@ -26,6 +26,21 @@ func TestColds(t *testing.T) {
 			t.Errorf("%s at N = %d: %d cold runs, want %d", tc.name, tc.n, got, tc.want)
 		}
 	}
+	// make bench's -cold-reps-up-to 0: the contenders of a cold target,
+	// the graph's too, repeat; the others converge once.
+	b.coldMax = 0
+	for _, tc := range []struct {
+		name string
+		n    int
+		want int
+	}{
+		{resyncdName, 1000, 3}, {floorName, 1000, 3}, {resyncdGraphName, 1000, 3},
+		{crName, 1000, 1}, {cr8Name, 1000, 1}, {resyncdServerName, 1000, 1}, {resyncdTwoName, 1000, 1}, {resyncdOneNSName, 1000, 1},
+	} {
+		if got := b.colds(byName[tc.name], tc.n, 3); got != tc.want {
+			t.Errorf("-cold-reps-up-to 0: %s at N = %d: %d cold runs, want %d", tc.name, tc.n, got, tc.want)
+		}
+	}
 }
 
 // TestRunAt: above -all-up-to only the contenders a target is on run,
@@ -45,7 +60,7 @@ func TestRunAt(t *testing.T) {
 	}{
 		{0, 5000, names(all)},
 		{1000, 1000, names(all)},
-		{1000, 5000, "raw-ssa-floor,resyncd,resyncd-baseline,resyncd-one-namespace"},
+		{1000, 5000, "raw-ssa-floor,resyncd,resyncd-baseline"},
 		{1000, 20000, "raw-ssa-floor,resyncd,resyncd-baseline"},
 	} {
 		b := &bench{allMax: tc.allMax}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -109,7 +108,7 @@ func (c *cluster) deleteOthers(ctx context.Context) error {
 // them: resyncd's steady passes (and the raw LIST beside them),
 // controller-runtime's restarts. The unrelated objects are deleted after.
 func (b *bench) others(ctx context.Context, cs []contender, n, reps, u int) (out []*Sample, err error) {
-	fmt.Fprintf(os.Stderr, "bench: N=%d trade-off: %d unrelated Deployments and Services\n", n, u)
+	progress("N=%d trade-off: %d unrelated Deployments and Services", n, u)
 	if err := b.cl.loadOthers(ctx, u); err != nil {
 		return nil, err
 	}
@@ -136,7 +135,7 @@ func (b *bench) others(ctx context.Context, cs []contender, n, reps, u int) (out
 }
 
 func (b *bench) othersRounds(ctx context.Context, c contender, n, reps int) ([]*Sample, error) {
-	fmt.Fprintf(os.Stderr, "bench: N=%d %s: in sync among unrelated objects\n", n, c.Name)
+	progress("N=%d %s: in sync among unrelated objects", n, c.Name)
 	if c.Config == "" {
 		var out []*Sample
 		for rep := 1; rep <= reps; rep++ {

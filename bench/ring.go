@@ -74,7 +74,7 @@ func ringNamespaces(n int) []string {
 // is measured, then the ring's three.
 func (b *bench) measureRing(ctx context.Context, rr *RingRun, n, reps int) error {
 	namespaces := ringNamespaces(n)
-	fmt.Fprintf(os.Stderr, "bench: N=%d ring: %d replicas forming over %d empty namespaces\n", n, ringReplicas, len(namespaces))
+	progress("N=%d ring: %d replicas forming over %d empty namespaces", n, ringReplicas, len(namespaces))
 	if err := b.cl.resetIn(ctx, 0, namespaces); err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func (b *bench) measureRing(ctx context.Context, rr *RingRun, n, reps int) error
 		return err
 	}
 	restRing(ctx, members, ringQuiet)
-	fmt.Fprintf(os.Stderr, "bench: N=%d ring: loading, converging, unmeasured\n", n)
+	progress("N=%d ring: loading, converging, unmeasured", n)
 	if err := b.cl.resetIn(ctx, n, namespaces); err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func (b *bench) measureRing(ctx context.Context, rr *RingRun, n, reps int) error
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "bench: N=%d ring: %d replicas\n", n, ringReplicas)
+	progress("N=%d ring: %d replicas", n, ringReplicas)
 	if err := b.ringRounds(ctx, members, n, reps); err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func (b *bench) convergeRing(ctx context.Context, once contender, n int) error {
 // ringOne measures one `resyncd run`, sharding off: its first pass and
 // reps steady passes.
 func (b *bench) ringOne(ctx context.Context, n, reps int) ([]*Sample, error) {
-	fmt.Fprintf(os.Stderr, "bench: N=%d ring: one replica\n", n)
+	progress("N=%d ring: one replica", n)
 	d, err := b.spawnDaemon(fmt.Sprintf("%s-%d", ringOneName, n), b.configs["local"], b.kubeconfig)
 	if err != nil {
 		return nil, err

@@ -110,11 +110,7 @@ func (b *bench) tradeOff(ctx context.Context, res *Results, cs []contender, n, r
 	if o.churnWindow == 0 {
 		return nil
 	}
-	for _, p := range planes {
-		p.stop()
-	}
-	planes = nil
-	to.Churn, err = b.churn(ctx, n)
+	to.Churn, err = b.churn(ctx, n, planes)
 	return err
 }
 
@@ -130,36 +126,54 @@ type windowPlane struct {
 	others int
 	// workers is controller-runtime's MaxConcurrentReconciles; 0: its
 	// default.
-	workers int
-	env     *testenv.Env
-	cl      *cluster
-	daemon  *daemon   // resyncd
-	cr      *exec.Cmd // controller-runtime
+	workers    int
+	env        *testenv.Env
+	cl         *cluster
+	kubeconfig string
+	daemon     *daemon   // resyncd
+	cr         *exec.Cmd // controller-runtime
+	stopped    bool
 }
 
+// stop stops the contender and the control plane, once.
 func (p *windowPlane) stop() {
+	if p.stopped {
+		return
+	}
+	p.stopped = true
 	if p.daemon != nil {
 		p.daemon.stop()
 	}
-	if p.cr != nil {
-		_ = p.cr.Process.Signal(syscall.SIGTERM)
-		_ = p.cr.Wait()
-	}
+	p.stopCR()
 	if err := p.env.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: stop control plane:", err)
 	}
 }
 
+func (p *windowPlane) stopCR() {
+	if p.cr != nil {
+		_ = p.cr.Process.Signal(syscall.SIGTERM)
+		_ = p.cr.Wait()
+		p.cr = nil
+	}
+}
+
+// idleName is the window plane with no client: converged by
+// controller-runtime with 8 workers, which then stops, so that the churn
+// can start it there again.
+const idleName = "idle"
+
 // startWindowPlanes starts a control plane for each window contender,
 // loads N parents into each, and has each contender converge its own
-// (the idle one by `resyncd once`), all at the same time.
+// (the idle one controller-runtime with 8 workers, stopped once it has),
+// all at the same time.
 func (b *bench) startWindowPlanes(ctx context.Context, n int) ([]*windowPlane, error) {
-	planes := []*windowPlane{{name: "idle", managedBy: "resyncd"}}
+	planes := []*windowPlane{{name: idleName, managedBy: crManagedBy, workers: 8}}
 	for _, iv := range b.tradeOffOpts.intervals {
 		planes = append(planes, &windowPlane{name: resyncdName + "-" + shortDuration(iv), interval: iv, managedBy: "resyncd"})
 	}
 	planes = append(planes, &windowPlane{name: crName, managedBy: crManagedBy})
-	fmt.Fprintf(os.Stderr, "bench: N=%d trade-off: %d control planes, converging\n", n, len(planes))
+	progress("N=%d trade-off: %d control planes, converging", n, len(planes))
 	errs := make([]error, len(planes))
 	var wg sync.WaitGroup
 	for i, p := range planes {
@@ -183,7 +197,7 @@ func (b *bench) startWindowPlane(ctx context.Context, p *windowPlane, n int) err
 	if err != nil {
 		return fmt.Errorf("%s: %w", p.name, err)
 	}
-	p.env, p.cl = env, cl
+	p.env, p.cl, p.kubeconfig = env, cl, kubeconfig
 	if err := cl.reset(ctx, n); err != nil {
 		return fmt.Errorf("%s: %w", p.name, err)
 	}
@@ -217,11 +231,11 @@ func (b *bench) startWindowPlane(ctx context.Context, p *windowPlane, n int) err
 		if err := p.startCR(b, kubeconfig, n); err != nil {
 			return err
 		}
-	default:
-		once := exec.CommandContext(ctx, b.resyncd, "once", "--config", b.configs["local"], "--kubeconfig", kubeconfig)
-		if out, err := once.CombinedOutput(); err != nil {
-			return fmt.Errorf("%s: resyncd once: %w\n%s", p.name, err, tail(string(out), 2000))
+		if p.name == idleName {
+			p.stopCR()
 		}
+	default:
+		return fmt.Errorf("%s: no contender", p.name)
 	}
 	if err := cl.converged(ctx, n, p.managedBy); err != nil {
 		return fmt.Errorf("%s: %w", p.name, err)
@@ -277,7 +291,7 @@ func measureWindows(ctx context.Context, planes []*windowPlane, window time.Dura
 		m.t, m.err = scrapeTraffic(ctx, p.cl.cs.CoreV1().RESTClient())
 		return m
 	}
-	fmt.Fprintf(os.Stderr, "bench: trade-off: a window of %s on %d control planes\n", window, len(planes))
+	progress("trade-off: a window of %s on %d control planes", window, len(planes))
 	before := make([]mark, len(planes))
 	for i, p := range planes {
 		if p.daemon != nil {
@@ -354,7 +368,7 @@ func (b *bench) latencies(ctx context.Context, planes []*windowPlane, n int) []*
 			picked = append(picked, p)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "bench: N=%d trade-off: %d changes over %s under %d contenders\n", n, o.latencyChanges, o.latencySpan, len(picked))
+	progress("N=%d trade-off: %d changes over %s under %d contenders", n, o.latencyChanges, o.latencySpan, len(picked))
 	out := make([]*LatencySample, len(picked))
 	var wg sync.WaitGroup
 	for i, p := range picked {

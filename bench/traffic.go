@@ -54,7 +54,7 @@ func (t Traffic) plus(o Traffic, k float64) Traffic {
 
 // scrapeTraffic reads the API server's /metrics.
 func scrapeTraffic(ctx context.Context, rc rest.Interface) (Traffic, error) {
-	raw, err := rc.Get().AbsPath("/metrics").DoRaw(ctx)
+	raw, err := rc.Get().AbsPath("/metrics").SetHeader("Accept", "text/plain").DoRaw(ctx)
 	if err != nil {
 		return Traffic{}, fmt.Errorf("API server metrics: %w", err)
 	}
@@ -113,7 +113,7 @@ func parseTraffic(raw []byte) (Traffic, error) {
 // scrapeBytes reads from the API server's /metrics what it sent for each
 // bench collection (as in Traffic.Bytes), by collection.
 func scrapeBytes(ctx context.Context, rc rest.Interface) (map[string]float64, error) {
-	raw, err := rc.Get().AbsPath("/metrics").DoRaw(ctx)
+	raw, err := rc.Get().AbsPath("/metrics").SetHeader("Accept", "text/plain").DoRaw(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("API server metrics: %w", err)
 	}
