@@ -20,7 +20,9 @@ from the samples of a run.
   ` + "`--max-requests-inflight=3000`" + ` and ` + "`--max-mutating-requests-inflight=1000`" + ` so that the
   server's CPU, not its throttling, is the limit, and a /16 Service range. No
   controller runs: Deployments are stored, never rolled out, so statuses do not
-  move once written.
+  move once written. Each N starts on a new control plane: etcd's history grows
+  with every write and delete until it is compacted, and 5,000 parents converged
+  in 55 s on a new server against 64–103 s after the figures at N = 1,000.
 - **The load**: N HttpServices, 100 per namespace, each a web service with an
   image, two replicas, two environment variables, requests and limits, and a
   health check, so two children each (Deployment and Service). The bench writes
