@@ -82,7 +82,6 @@ func (b *bench) churn(ctx context.Context, n int, quiet []*windowPlane) (*Churn,
 	if rs == nil || cr == nil || idle == nil {
 		return ch, errors.New("churn: the window's planes of resyncd, controller-runtime and the idle server are not all up")
 	}
-	cr.workers = 1
 	planes := []*windowPlane{rs, cr, idle}
 	progress("N=%d churn: %d control planes with %d unrelated Deployments each", n, len(planes), ch.Objects)
 	errs := make([]error, len(planes))

@@ -245,7 +245,7 @@ func orchestrate(args []string) error {
 	work := fs.String("work", ".run/bench", "directory for the kubeconfig, configurations and the control plane's log")
 	coldMax := fs.Int("cold-reps-up-to", 2000, "repeat cold convergence -reps times up to this N; above it, once")
 	allMax := fs.Int("all-up-to", 0, "above this N, only the contenders a target is on run (resyncd, the raw-SSA floor, the raw LIST and a -baseline's resyncd); 0: every contender at every N")
-	targetColdMax := fs.Int("target-cold-reps-up-to", 5000, "repeat resyncd's and the raw-SSA floor's cold convergence (their ratio is a target) -reps times up to this N, above -cold-reps-up-to too")
+	targetColdMax := fs.Int("target-cold-reps-up-to", 5000, "repeat the cold convergence of the contenders a cold target is on (resyncd, the raw-SSA floor, the graph) -reps times up to this N, above -cold-reps-up-to too")
 	only := fs.String("only", "", "run only these contenders, comma-separated (development)")
 	profile := fs.String("profile", "", "write pprof CPU and heap profiles of every resyncd run into this directory")
 	depthN := fs.Int("depth-n", 0, "measure the passes and seconds to converge this many WebApps under a graph four deep and one deep (0: not at all; with -only, only if it lists "+depthName+")")

@@ -119,13 +119,7 @@ type windowPlane struct {
 	name      string
 	interval  time.Duration
 	managedBy string
-	// dir is its directory in the bench's work; empty: window-NAME.
-	dir string
-	// others unrelated Deployments and Services are loaded before the
-	// contender starts.
-	others int
-	// workers is controller-runtime's MaxConcurrentReconciles; 0: its
-	// default.
+	// workers is controller-runtime's MaxConcurrentReconciles.
 	workers    int
 	env        *testenv.Env
 	cl         *cluster
@@ -172,7 +166,7 @@ func (b *bench) startWindowPlanes(ctx context.Context, n int) ([]*windowPlane, e
 	for _, iv := range b.tradeOffOpts.intervals {
 		planes = append(planes, &windowPlane{name: resyncdName + "-" + shortDuration(iv), interval: iv, managedBy: "resyncd"})
 	}
-	planes = append(planes, &windowPlane{name: crName, managedBy: crManagedBy})
+	planes = append(planes, &windowPlane{name: crName, managedBy: crManagedBy, workers: 1})
 	progress("N=%d trade-off: %d control planes, converging", n, len(planes))
 	errs := make([]error, len(planes))
 	var wg sync.WaitGroup
@@ -190,10 +184,8 @@ func (b *bench) startWindowPlanes(ctx context.Context, n int) ([]*windowPlane, e
 }
 
 func (b *bench) startWindowPlane(ctx context.Context, p *windowPlane, n int) error {
-	if p.dir == "" {
-		p.dir = "window-" + p.name
-	}
-	env, cl, kubeconfig, err := startPlane(b.work, p.dir)
+	dir := "window-" + p.name
+	env, cl, kubeconfig, err := startPlane(b.work, dir)
 	if err != nil {
 		return fmt.Errorf("%s: %w", p.name, err)
 	}
@@ -201,19 +193,14 @@ func (b *bench) startWindowPlane(ctx context.Context, p *windowPlane, n int) err
 	if err := cl.reset(ctx, n); err != nil {
 		return fmt.Errorf("%s: %w", p.name, err)
 	}
-	if p.others > 0 {
-		if err := cl.loadOthers(ctx, p.others); err != nil {
-			return fmt.Errorf("%s: %w", p.name, err)
-		}
-	}
 	switch {
 	case p.interval > 0:
-		config := filepath.Join(b.work, "resyncd-"+p.dir+".yaml")
+		config := filepath.Join(b.work, "resyncd-"+dir+".yaml")
 		body := strings.Replace(fmt.Sprintf(resyncdConfig, "local"), "interval: 24h", "interval: "+shortDuration(p.interval), 1)
 		if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 			return err
 		}
-		if p.daemon, err = b.spawnDaemon(p.dir, config, kubeconfig); err != nil {
+		if p.daemon, err = b.spawnDaemon(dir, config, kubeconfig); err != nil {
 			return err
 		}
 		// The cold pass, then one on the converged cluster: in sync.

@@ -52,11 +52,21 @@ func (t Traffic) plus(o Traffic, k float64) Traffic {
 	}
 }
 
-// scrapeTraffic reads the API server's /metrics.
-func scrapeTraffic(ctx context.Context, rc rest.Interface) (Traffic, error) {
+// metricsText reads the API server's /metrics in Prometheus's text
+// format, whatever content types rc asks for otherwise.
+func metricsText(ctx context.Context, rc rest.Interface) ([]byte, error) {
 	raw, err := rc.Get().AbsPath("/metrics").SetHeader("Accept", "text/plain").DoRaw(ctx)
 	if err != nil {
-		return Traffic{}, fmt.Errorf("API server metrics: %w", err)
+		return nil, fmt.Errorf("API server metrics: %w", err)
+	}
+	return raw, nil
+}
+
+// scrapeTraffic reads the API server's /metrics.
+func scrapeTraffic(ctx context.Context, rc rest.Interface) (Traffic, error) {
+	raw, err := metricsText(ctx, rc)
+	if err != nil {
+		return Traffic{}, err
 	}
 	return parseTraffic(raw)
 }
@@ -113,9 +123,9 @@ func parseTraffic(raw []byte) (Traffic, error) {
 // scrapeBytes reads from the API server's /metrics what it sent for each
 // bench collection (as in Traffic.Bytes), by collection.
 func scrapeBytes(ctx context.Context, rc rest.Interface) (map[string]float64, error) {
-	raw, err := rc.Get().AbsPath("/metrics").SetHeader("Accept", "text/plain").DoRaw(ctx)
+	raw, err := metricsText(ctx, rc)
 	if err != nil {
-		return nil, fmt.Errorf("API server metrics: %w", err)
+		return nil, err
 	}
 	return parseBytes(raw)
 }
