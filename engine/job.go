@@ -1,12 +1,14 @@
 package engine
 
 import (
+	"fmt"
 	"sort"
 	"time"
 
 	"github.com/resyncd/resyncd/desired"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
 // Operation is a kind of write.
@@ -69,7 +71,10 @@ type op struct {
 // status, the pruning of children it no longer wants — or, for orphans
 // whose parent is gone, only prunes. One worker runs a job start to end.
 type job struct {
-	parent   *unstructured.Unstructured // nil for orphans
+	// parent is nil for orphans; packed is the parent as JSON from the end
+	// of its plan until the job runs (pack), parent nil meanwhile.
+	parent   *unstructured.Unstructured
+	packed   []byte
 	priority int32
 	ops      []*op
 	prunes   []*op
@@ -109,11 +114,39 @@ type job struct {
 	// that its status showed a permanent error; learnt, what its writes
 	// teach the next pass. fold books them all.
 	outcomes  []outcome
-	recounted ResourceReport
+	recounted *ResourceReport
 	stalled   bool
 	learnt    lessons
 	pending   int
 	applied   bool
+}
+
+// orphans says j is the pass's job of orphans, which has no parent.
+func (j *job) orphans() bool { return j.parent == nil && j.packed == nil }
+
+// pack holds the parent as JSON until the job runs: a pass with thousands
+// of jobs ahead holds a few hundred bytes of each parent rather than the
+// maps of its decoded form. It keeps the parent as it is if it cannot.
+func (j *job) pack() {
+	b, err := j.parent.MarshalJSON()
+	if err != nil {
+		return
+	}
+	j.packed, j.parent = b, nil
+}
+
+// unpack gives the job its parent back, decoded as the API server's
+// answer is (whole numbers as int64), when the job runs.
+func (j *job) unpack() error {
+	if j.packed == nil {
+		return nil
+	}
+	p := &unstructured.Unstructured{}
+	if err := utiljson.Unmarshal(j.packed, &p.Object); err != nil {
+		return fmt.Errorf("the parent as planned cannot be read again: %w", err)
+	}
+	j.parent, j.packed = p, nil
+	return nil
 }
 
 func (j *job) class() int {
@@ -121,7 +154,7 @@ func (j *job) class() int {
 	for _, o := range j.ops {
 		c = min(c, o.kind.class())
 	}
-	if j.parent == nil {
+	if j.orphans() {
 		c = OpDelete.class()
 	}
 	return c

@@ -161,8 +161,10 @@ func (j *job) fold(next *memory, rep *ResourceReport) {
 		rep.book(o)
 	}
 	j.outcomes = nil
-	rep.merge(&j.recounted)
-	j.recounted = ResourceReport{}
+	if j.recounted != nil {
+		rep.merge(j.recounted)
+		j.recounted = nil
+	}
 	if j.stalled {
 		rep.Stalled++
 		j.stalled = false

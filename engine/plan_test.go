@@ -112,7 +112,9 @@ func describe(jobs []*job) []string {
 	var out []string
 	for _, j := range jobs {
 		name := "orphans"
-		if j.parent != nil {
+		if err := j.unpack(); err != nil {
+			name = err.Error()
+		} else if j.parent != nil {
 			name = j.parent.GetName()
 		}
 		var parts []string

@@ -70,6 +70,9 @@ func (e *Engine) replan(r *run, j *job, at int, written map[childKey]bool, taken
 			break
 		}
 	}
+	if j.recounted == nil {
+		j.recounted = &ResourceReport{}
+	}
 	j.recounted.merge(&rep)
 }
 

@@ -71,7 +71,15 @@ func (e *Engine) execute(ctx context.Context, rs *resourceState, jobs []*job, re
 // runJob makes one parent's writes in order: child writes, status, prunes.
 // It lets go of the rendered children and the parent when it is done.
 func (e *Engine) runJob(ctx context.Context, r *run, j *job) {
-	if err := e.materialize(r.rs, j); err != nil && j.failure == nil {
+	err := j.unpack()
+	if err != nil {
+		// Its child writes are blocked, and no status is written; its
+		// prunes, planned from what was read, are made.
+		e.log.Warn("Parent unreadable", zap.Error(err))
+	} else {
+		err = e.materialize(r.rs, j)
+	}
+	if err != nil && j.failure == nil {
 		j.failure = &desired.Failure{Reason: "RenderFailed", Message: err.Error()}
 	}
 	defer func() {

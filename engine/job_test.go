@@ -1,0 +1,52 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// TestJobPack: a job holds its parent packed from the end of its plan
+// until it runs, and gets back the parent it was planned with, numbers as
+// the API server's answer decodes them; a packed job is still a parent's,
+// not the orphans'.
+func TestJobPack(t *testing.T) {
+	object := func() map[string]any {
+		return map[string]any{
+			"apiVersion": "resyncd.io/v1alpha1", "kind": "HttpService",
+			"metadata": map[string]any{"name": "web", "namespace": "shop", "uid": "u-1", "resourceVersion": "42", "generation": int64(3),
+				"labels": map[string]any{"team": "a\"b<c>&"}},
+			"spec": map[string]any{"image": "nginx:1.27", "port": int64(8080), "replicas": int64(2), "weight": 0.5, "enabled": true,
+				"env": []any{map[string]any{"name": "A", "value": "é\n"}}, "none": nil, "empty": map[string]any{}, "list": []any{}},
+			"status": map[string]any{"observedGeneration": int64(3), "conditions": []any{map[string]any{"type": "Ready", "status": "True"}}},
+		}
+	}
+	j := &job{parent: &unstructured.Unstructured{Object: object()}}
+	j.pack()
+	if j.parent != nil || len(j.packed) == 0 {
+		t.Fatalf("packed: parent %v, %d bytes; want nil and the JSON", j.parent, len(j.packed))
+	}
+	if j.orphans() {
+		t.Error("a packed job is taken for the orphans'")
+	}
+	if err := j.unpack(); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(object(), j.parent.Object); diff != "" {
+		t.Errorf("unpacked (-want +got):\n%s", diff)
+	}
+	if j.packed != nil {
+		t.Error("the JSON is kept once unpacked")
+	}
+	if err := j.unpack(); err != nil || j.parent == nil {
+		t.Errorf("unpack of an unpacked job: %v, parent %v", err, j.parent)
+	}
+	if o := (&job{}); !o.orphans() {
+		t.Error("the orphans' job is taken for a parent's")
+	}
+	broken := &job{packed: []byte(`{"kind":`)}
+	if err := broken.unpack(); err == nil || broken.parent != nil {
+		t.Errorf("unpack of broken JSON: %v, parent %v; want an error and no parent", err, broken.parent)
+	}
+}
