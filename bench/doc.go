@@ -248,16 +248,32 @@ runtime, the binary and memory the runtime has not yet returned.
   - A pass reads parents and children side by side, a namespace at a time, in the
     order the API server stores them, so it holds the children of one namespace
     (identity, the fingerprint of tier 1 and the fields the renderer reads of each)
-    and about a page of parents; a parent with work keeps its children until its
-    writes. With all N parents in one namespace the pass holds them all, which is
-    the bound: memory grows with the largest namespace. Kinds a graph may place in
-    another namespace than the parent's are read first and held through the pass.
+    and about a page of parents. With all N parents in one namespace the pass holds
+    them all, which is the bound: memory grows with the largest namespace. Kinds a
+    graph may place in another namespace than the parent's are read first and held
+    through the pass.
+  - A parent with work is held, with its children, until its job runs: the parent
+    as its JSON, decoded again by the worker that runs the job, its children as the
+    pass reduced them, and what it will write. That is about 5.6–6.0 KiB a job of a
+    drifted parent, against 8.6–8.8 KiB when the parent was held decoded
+    (` + "`go test -run '^$' -bench PassMemory ./engine`" + `, B/job-held: in memory, no
+    API server, the bench's HttpService). The drift figure, 5% of the children
+    changed, gives about a tenth of the parents a job, so the drift pass holds about
+    0.6 KiB a parent more at the start of its writes than a steady pass. At
+    N = 5,000, side by side with the build that held parents decoded, the in-sync
+    heap peaked at 20 MiB against 27, the in-sync RSS at 62 MiB against 66, and the
+    cold process (every parent a job) at 82 MiB against 103
+    ([` + "`bench/results/2026-12-02-jobs-ab.json`" + `](../bench/results/2026-12-02-jobs-ab.json)).
   - Between passes it keeps, per child and per idle parent, a 128-bit hash of the
     UID and resourceVersion with a fingerprint (about 60 bytes), no strings, and a
-    pass replaces what it read again rather than holding two copies.
+    pass replaces what it read again rather than holding two copies: about 575
+    bytes a parent of two children, the maps' slots and each idle parent's list of
+    its children included (B/parent-kept).
   - The Go collector lets the heap grow to twice what is live before it runs (GOGC
-    100). The raw LIST process, which holds no state at all, is the yardstick for
-    what reading costs; its memory stays flat with N. controller-runtime holds a
+    100): the fixed part's heap, what is kept between passes and the jobs ahead of
+    the writes all count about twice in peak heap. The raw LIST process, which
+    holds no state at all, is the yardstick for what reading costs; its memory
+    stays flat with N. controller-runtime holds a
     typed copy of every HttpService, Deployment and Service in the cluster, so its
     memory grows with the cluster, not with what it manages. With
     ` + "`driftCheck: server`" + ` every parent waits for its dry-runs, so the pass

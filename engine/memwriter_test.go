@@ -340,7 +340,7 @@ func (w *memWriter) put(gvr schema.GroupVersionResource, u *unstructured.Unstruc
 // edit changes a stored object as another writer would, bumping its
 // resourceVersion (and its generation, if more than metadata and status
 // changed); it fails the test if there is no such object.
-func (w *memWriter) edit(t *testing.T, gvr schema.GroupVersionResource, ns, name string, f func(*unstructured.Unstructured)) {
+func (w *memWriter) edit(t testing.TB, gvr schema.GroupVersionResource, ns, name string, f func(*unstructured.Unstructured)) {
 	t.Helper()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -456,7 +456,7 @@ func (r memReader) Kind(gvr schema.GroupVersionResource) (string, error) {
 // memPass is an engine whose passes read and write a memWriter's objects,
 // with a clock the test moves.
 type memPass struct {
-	t      *testing.T
+	t      testing.TB
 	engine *Engine
 	w      *memWriter
 	now    time.Time
@@ -466,14 +466,14 @@ type memPass struct {
 var memEpoch = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 
 // newMemPass returns the engine of cfg on a memWriter with nothing stored.
-func newMemPass(t *testing.T, cfg *config.Config) *memPass {
+func newMemPass(t testing.TB, cfg *config.Config) *memPass {
 	t.Helper()
 	return newMemPassOn(t, cfg, newMemWriter(cfg.FieldManager), nil)
 }
 
 // newMemPassOn returns the engine of cfg, limited to shard s when it is
 // not nil, on w.
-func newMemPassOn(t *testing.T, cfg *config.Config, w *memWriter, s Shard) *memPass {
+func newMemPassOn(t testing.TB, cfg *config.Config, w *memWriter, s Shard) *memPass {
 	t.Helper()
 	p := &memPass{t: t, w: w, now: memEpoch}
 	r := memReader{w: p.w, kinds: map[schema.GroupVersionResource]string{httpServices: "HttpService"}}

@@ -19,7 +19,7 @@ import (
 
 // setImage makes the stored Deployment ns/name run image, as another
 // writer would.
-func setImage(t *testing.T, w *memWriter, ns, name, image string) {
+func setImage(t testing.TB, w *memWriter, ns, name, image string) {
 	t.Helper()
 	w.edit(t, deployments, ns, name, func(u *unstructured.Unstructured) {
 		cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
