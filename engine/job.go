@@ -72,9 +72,11 @@ type op struct {
 // whose parent is gone, only prunes. One worker runs a job start to end.
 type job struct {
 	// parent is nil for orphans; packed is the parent as JSON from the end
-	// of its plan until the job runs (pack), parent nil meanwhile.
+	// of its plan until the job runs (pack), parent nil meanwhile, and id
+	// names it then.
 	parent   *unstructured.Unstructured
 	packed   []byte
+	id       string
 	priority int32
 	ops      []*op
 	prunes   []*op
@@ -132,7 +134,7 @@ func (j *job) pack() {
 	if err != nil {
 		return
 	}
-	j.packed, j.parent = b, nil
+	j.packed, j.id, j.parent = b, objectID(j.parent), nil
 }
 
 // unpack gives the job its parent back, decoded as the API server's

@@ -50,3 +50,41 @@ func TestJobPack(t *testing.T) {
 		t.Errorf("unpack of broken JSON: %v, parent %v; want an error and no parent", err, broken.parent)
 	}
 }
+
+// TestJobUnreadable: a job whose packed parent cannot be decoded writes
+// nothing of that parent's, neither its children nor its status, and
+// counts its writes blocked; the other parents' jobs run.
+func TestJobUnreadable(t *testing.T) {
+	p := newMemPass(t, testConfig("shop"))
+	p.parent("shop", "web", map[string]any{"image": "nginx:1.27", "port": int64(8080)})
+	p.parent("shop", "api", map[string]any{"image": "nginx:1.27", "port": int64(8080)})
+	e, rs := p.engine, p.engine.resources[0]
+	rep := ResourceReport{}
+	rs.begin()
+	jobs, err := e.planPass(t.Context(), rs, &rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var broken *job
+	for _, j := range jobs {
+		if j.id == "HttpService/shop/web" {
+			broken = j
+		}
+	}
+	if broken == nil || broken.packed == nil {
+		t.Fatalf("no packed job of HttpService/shop/web among %d jobs", len(jobs))
+	}
+	broken.packed = broken.packed[:len(broken.packed)/2]
+	if err := e.execute(t.Context(), rs, jobs, &rep); err != nil {
+		t.Fatal(err)
+	}
+	fold(rs.next, &rep, jobs)
+	rs.end()
+	want := []string{"create-only apply Deployment/shop/api", "create-only apply Service/shop/api", "status apply HttpService/shop/api"}
+	if diff := cmp.Diff(want, p.w.log()); diff != "" {
+		t.Errorf("writes (-want +got):\n%s", diff)
+	}
+	if rep.Blocked != 2 || rep.Created != 2 || rep.Statuses != 1 {
+		t.Errorf("blocked %d, created %d, statuses %d; want 2 (web's children), 2 and 1 (api's)", rep.Blocked, rep.Created, rep.Statuses)
+	}
+}

@@ -9,8 +9,9 @@ import (
 
 // BenchmarkPassMemory measures what a pass holds, in memory (no API
 // server): for each parent between passes (B/parent-kept: the memory the
-// next pass plans from, without what the engine holds whatever N), and for each job of a drifted parent once every
-// job is planned and the first write starts (B/job-held). 2,000
+// next pass plans from, without what the engine holds whatever N), and
+// for each job of a drifted parent once every job is planned and the
+// first write starts (B/job-held). 2,000
 // HttpServices, 100 a namespace, each a Deployment and a Service, as in
 // make bench; one Deployment in ten changed by another writer. The
 // figures are live heap after a collection, so they do not depend on the

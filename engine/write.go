@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"go.uber.org/zap"
@@ -71,15 +72,18 @@ func (e *Engine) execute(ctx context.Context, rs *resourceState, jobs []*job, re
 // runJob makes one parent's writes in order: child writes, status, prunes.
 // It lets go of the rendered children and the parent when it is done.
 func (e *Engine) runJob(ctx context.Context, r *run, j *job) {
-	err := j.unpack()
-	if err != nil {
-		// Its child writes are blocked, and no status is written; its
-		// prunes, planned from what was read, are made.
-		e.log.Warn("Parent unreadable", zap.Error(err))
-	} else {
-		err = e.materialize(r.rs, j)
+	if err := j.unpack(); err != nil {
+		// Not expected: the JSON is the job's own. Nothing of the
+		// parent's is written, not even its status; the next pass reads
+		// it again.
+		e.log.Error("Parent unreadable", zap.String("parent", j.id), zap.Error(err))
+		for _, o := range slices.Concat(j.ops, j.prunes) {
+			j.book(outcome{key: o.key, verb: o.kind, result: resultBlocked})
+			j.pending++
+		}
+		return
 	}
-	if err != nil && j.failure == nil {
+	if err := e.materialize(r.rs, j); err != nil && j.failure == nil {
 		j.failure = &desired.Failure{Reason: "RenderFailed", Message: err.Error()}
 	}
 	defer func() {
