@@ -619,3 +619,42 @@ func TestRingSettled(t *testing.T) {
 		t.Error("claimsOf read the layout Lease as a replica's")
 	}
 }
+
+func TestOwnStacks(t *testing.T) {
+	log := `{"level":"info","msg":"Pass finished"}
+SIGQUIT: quit
+PC=0x47a1c1 m=0 sigcode=0
+
+goroutine 1 gp=0xc000002380 m=nil [select, 15 minutes]:
+runtime.gopark(0x0?, 0x0?, 0x0?, 0x0?, 0x0?)
+	/usr/local/go/src/runtime/proc.go:435 +0xce
+github.com/resyncd/resyncd/engine.every({0x1d4e9b0, 0xc0001a2000}, 0x4e94914f0000, 0xc000220070, 0x0, 0xc0002c6000)
+	/src/engine/loop.go:52 +0x2e5
+
+goroutine 7 gp=0xc000102a80 m=nil [IO wait]:
+internal/poll.runtime_pollWait(0x7f, 0x72)
+	/usr/local/go/src/runtime/netpoll.go:351 +0x85
+
+goroutine 9 gp=0xc000103180 m=nil [sync.Mutex.Lock, 15 minutes]:
+sync.(*Mutex).Lock(...)
+github.com/resyncd/resyncd/shard.(*Ring).Acquire(0xc000150000, {0x1a2b3c, 0x5})
+	/src/shard/ring.go:204 +0x45
+`
+	got := ownStacks(log, 1<<10)
+	for _, want := range []string{"goroutine 1 gp=", "engine.every", "goroutine 9 gp=", "Ring).Acquire"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("ownStacks lacks %q:\n%s", want, got)
+		}
+	}
+	for _, not := range []string{"goroutine 7 ", "Pass finished", "SIGQUIT"} {
+		if strings.Contains(got, not) {
+			t.Errorf("ownStacks has %q:\n%s", not, got)
+		}
+	}
+	if short := ownStacks(log, 100); strings.Contains(short, "goroutine 9 ") || !strings.HasSuffix(short, "...") {
+		t.Errorf("ownStacks past its limit of 100 bytes:\n%s", short)
+	}
+	if got := ownStacks(`{"msg":"Starting"}`, 1<<10); got != "no goroutine dump in the log" {
+		t.Errorf("no dump: %q", got)
+	}
+}

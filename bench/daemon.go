@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -29,6 +28,7 @@ type daemon struct {
 	peak   func() int64
 	heap   atomic.Int64 // the largest heap of a GC, from its gctrace
 	tail   []string     // the last log lines, for errors
+	log    string       // the file of its whole log
 }
 
 // passLine is resyncd's "Pass finished" or "Pass failed" log line.
@@ -67,7 +67,8 @@ func (b *bench) spawnDaemonOf(bin, name, config, kubeconfig string) (*daemon, er
 	if err != nil {
 		return nil, err
 	}
-	logFile, err := os.Create(filepath.Join(b.work, name+".log"))
+	d.log = filepath.Join(b.work, name+".log")
+	logFile, err := os.Create(d.log)
 	if err != nil {
 		return nil, err
 	}
@@ -114,10 +115,57 @@ func (d *daemon) pass(ctx context.Context) (passLine, error) {
 	case <-d.exited:
 		return passLine{}, fmt.Errorf("resyncd exited: %v\n%s", d.cmd.ProcessState, strings.Join(d.tail, "\n"))
 	case <-time.After(runTimeout):
-		return passLine{}, errors.New("resyncd: no pass ended in " + runTimeout.String())
+		return passLine{}, fmt.Errorf("resyncd: no pass ended in %s; its goroutines in resyncd's code:\n%s", runTimeout, d.dump())
 	case <-ctx.Done():
 		return passLine{}, ctx.Err()
 	}
+}
+
+// dumpTimeout bounds the wait for a daemon to print its goroutines and
+// exit; maxDump, what of them an error carries.
+const (
+	dumpTimeout = 10 * time.Second
+	maxDump     = 32 << 10
+)
+
+// dump ends a daemon that hangs with SIGQUIT, on which the Go runtime
+// prints every goroutine's stack and exits, and returns the stacks that
+// pass through resyncd's own code: where it hangs.
+func (d *daemon) dump() string {
+	if err := d.cmd.Process.Signal(syscall.SIGQUIT); err != nil {
+		return err.Error()
+	}
+	select {
+	case <-d.exited:
+	case <-time.After(dumpTimeout):
+		return "no goroutine dump in " + dumpTimeout.String()
+	}
+	raw, err := os.ReadFile(d.log)
+	if err != nil {
+		return err.Error()
+	}
+	return ownStacks(string(raw), maxDump)
+}
+
+// ownStacks returns the goroutines of a Go runtime's dump in log whose
+// stack passes through resyncd's code, at most limit bytes of them.
+func ownStacks(log string, limit int) string {
+	_, stacks, ok := strings.Cut(log, "\ngoroutine ")
+	if !ok {
+		return "no goroutine dump in the log"
+	}
+	var out strings.Builder
+	for g := range strings.SplitSeq("goroutine "+stacks, "\n\n") {
+		if !strings.Contains(g, "github.com/resyncd/resyncd/") {
+			continue
+		}
+		if out.Len()+len(g) > limit {
+			out.WriteString("...")
+			break
+		}
+		out.WriteString(g + "\n\n")
+	}
+	return out.String()
 }
 
 // stop ends the daemon and returns its peak RSS and peak heap.

@@ -420,6 +420,16 @@ func (r *Ring) leaseFor(cur *coordinationv1.Lease, now time.Time) (*coordination
 // no other live replica claims. It reports whether it now waits for
 // slots its Lease does not claim yet.
 func (r *Ring) follow(ctx context.Context) (bool, error) {
+	// A request that hangs here would stop the renewals: the replica
+	// would hold its work in its own eyes only, the others taking it once
+	// its Lease expired, and never stop. So what follows a renewal, the
+	// layout and the removal of Leases long gone included (deferred
+	// below), has half the renew deadline, the next renewal the rest.
+	r.mu.Lock()
+	renewed := r.renewed
+	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, max(r.opt.RenewDeadline/2-r.opt.Now().Sub(renewed), time.Millisecond))
+	defer cancel()
 	list, err := r.opt.Leases.Leases(r.opt.Namespace).List(ctx, metav1.ListOptions{LabelSelector: LabelRing + "=" + r.opt.Name})
 	if err != nil {
 		return false, fmt.Errorf("list leases: %w", err)

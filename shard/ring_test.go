@@ -223,18 +223,27 @@ func TestRingHandsOver(t *testing.T) {
 
 // failingLeases makes the ring's renewals fail once fail is set, as when
 // the API server stops answering this replica.
+// With hang set, its LISTs hang until their context ends.
 type failingLeases struct {
 	coordinationclient.LeasesGetter
-	fail *atomic.Bool
+	fail, hang *atomic.Bool
 }
 
 func (f failingLeases) Leases(ns string) coordinationclient.LeaseInterface {
-	return failingLease{LeaseInterface: f.LeasesGetter.Leases(ns), fail: f.fail}
+	return failingLease{LeaseInterface: f.LeasesGetter.Leases(ns), fail: f.fail, hang: f.hang}
 }
 
 type failingLease struct {
 	coordinationclient.LeaseInterface
-	fail *atomic.Bool
+	fail, hang *atomic.Bool
+}
+
+func (f failingLease) List(ctx context.Context, opts metav1.ListOptions) (*coordinationv1.LeaseList, error) {
+	if f.hang != nil && f.hang.Load() {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return f.LeaseInterface.List(ctx, opts)
 }
 
 func (f failingLease) Update(ctx context.Context, l *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error) {
@@ -287,5 +296,58 @@ func TestRingStopsBeforeExpiry(t *testing.T) {
 		t.Errorf("the replica stopped %s after its last renewal, not before its Lease (%s) expired", since, testLease)
 	} else {
 		t.Logf("renewals failing: the replica gave up its work %s after its last renewal (renew deadline %s, lease %s)", since.Round(time.Millisecond), testRenew, testLease)
+	}
+}
+
+// TestRingReadsHang: a replica whose LISTs of the ring hang goes on
+// renewing its Lease, and so keeps its work, for longer than a Lease
+// lasts; it does not hold it only in its own eyes while the others, seeing
+// the Lease expire, would take it.
+func TestRingReadsHang(t *testing.T) {
+	cs := kubernetes.NewForConfigOrDie(env(t).Config)
+	if _, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ring-hang"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	hang := &atomic.Bool{}
+	ring := New(Options{
+		Leases: failingLeases{LeasesGetter: cs.CoordinationV1(), fail: &atomic.Bool{}, hang: hang}, Namespace: "ring-hang", Name: "ring", Identity: "r1",
+		LeaseDuration: testLease, RenewDeadline: testRenew, RetryPeriod: testRetry, Log: zaptest.NewLogger(t),
+	})
+	ring.SetClusters([]string{"east"})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- ring.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("Run returned %v, want it cancelled", err)
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for p, _ := ring.Acquire("east"); !p.IsWhole(); p, _ = ring.Acquire("east") {
+		if time.Now().After(deadline) {
+			t.Fatal("one replica of one cluster never held it whole")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	renewTime := func() time.Time {
+		t.Helper()
+		l, err := cs.CoordinationV1().Leases("ring-hang").Get(t.Context(), ring.LeaseName(), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Spec.RenewTime.Time
+	}
+	before := renewTime()
+	hang.Store(true)
+	time.Sleep(2 * testLease)
+	if after := renewTime(); after.Sub(before) < testLease {
+		t.Errorf("LISTs hanging for %s: the Lease was renewed at %s, %s after it was before they hung; want renewals going on",
+			2*testLease, after.Format(time.StampMilli), after.Sub(before))
+	}
+	if p, release := ring.Acquire("east"); !p.IsWhole() {
+		t.Errorf("LISTs hanging: the replica holds %v, want the cluster whole still", p)
+	} else {
+		release()
 	}
 }

@@ -38,6 +38,9 @@ type clusterRun struct {
 	// configuration.
 	sum    [sha256.Size]byte
 	cancel context.CancelFunc
+	// stopping is set once the supervisor has cancelled the run: wanted
+	// again before it stopped, it is started anew once it has.
+	stopping bool
 	// stopped is closed when the passes have stopped, done once the
 	// cluster is disconnected too (which waits for a check of its
 	// readiness left behind, at most a request's timeout): a shutdown
@@ -133,10 +136,11 @@ func (s *supervisor) reconcile(ctx context.Context, readSecrets bool) {
 	defer s.mu.Unlock()
 	for name, r := range s.runs {
 		w, ok := byName[name]
-		if ok && w.sum == r.sum {
+		if ok && w.sum == r.sum && !r.stopping {
 			continue // the same, or stopped by itself: started again only when its Secret changes
 		}
 		r.cancel()
+		r.stopping = true
 		select {
 		case <-r.done:
 		default:

@@ -72,3 +72,45 @@ func TestSupervisorWant(t *testing.T) {
 	fire()
 	fixture.Eventually(t, "b back", 10*time.Second, func() bool { r := runs(); return r["b"] && listed("b") })
 }
+
+// TestSupervisorWantedAgainWhileStopping: a cluster no longer wanted
+// whose passes are still writing their batch in flight, and that is
+// wanted again before they stopped, runs again once they have: the run
+// that was cancelled is not taken for the one that should run.
+func TestSupervisorWantedAgainWhileStopping(t *testing.T) {
+	cfg := &config.Config{
+		Clusters:  []config.Cluster{{Name: "a"}},
+		Resources: []config.Resource{{Group: "resyncd.io", Version: "v1alpha1", Resource: "httpservices", Interval: time.Hour}},
+	}
+	var want atomic.Bool
+	claims := &serverClaims{by: map[string]string{}}
+	d := &daemon{cfg: cfg, log: zap.NewNop(), health: newHealth(cfg), claims: claims,
+		want: func(string) bool { return want.Load() }}
+	d.targets = []*target{{cfg: cfg.Clusters[0], log: zap.NewNop(), claims: claims}}
+	s := newSupervisor(d)
+	var cancelled atomic.Bool
+	old := &clusterRun{t: d.targets[0], cancel: func() { cancelled.Store(true) }, stopped: make(chan struct{}), done: make(chan struct{})}
+	s.runs["a"] = old
+	run := func() *clusterRun {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.runs["a"]
+	}
+
+	s.reconcile(t.Context(), false)
+	if !cancelled.Load() || run() != old {
+		t.Fatalf("not wanted, still writing: cancelled %v, kept %v; want true, true", cancelled.Load(), run() == old)
+	}
+	want.Store(true)
+	s.reconcile(t.Context(), false)
+	if run() != old {
+		t.Fatal("wanted again before it stopped: a second run started beside the first")
+	}
+	close(old.stopped)
+	close(old.done)
+	s.reconcile(t.Context(), false)
+	if r := run(); r == nil || r == old {
+		t.Fatalf("wanted again, and stopped: run %p, the cancelled one %p; want a new run", r, old)
+	}
+	<-run().stopped
+}
