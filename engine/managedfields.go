@@ -17,8 +17,12 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 )
 
-// fingerprint identifies the content of the fields resyncd owns.
-type fingerprint [sha256.Size]byte
+// fingerprint identifies the content of the fields resyncd owns: the
+// first 128 bits of the SHA-256 of its JSON. The memory keeps one or two a
+// child between passes; half the digest is as unlikely to collide by
+// chance, and a collision made on purpose would have to come from whoever
+// writes both the parent and the live child.
+type fingerprint [16]byte
 
 // owner extracts, from a live object's managedFields, the fields one field
 // manager set with apply (tier 1 of drift detection), and puts desired
@@ -182,7 +186,8 @@ func fingerprintOf(m map[string]any) (fingerprint, error) {
 	if err != nil {
 		return fingerprint{}, err
 	}
-	return sha256.Sum256(b), nil
+	sum := sha256.Sum256(b)
+	return fingerprint(sum[:len(fingerprint{})]), nil
 }
 
 // objectID formats an object as Kind/namespace/name for messages.
