@@ -196,10 +196,13 @@ Requests and bytes come from the API server's own metrics
 (` + "`apiserver_request_total`" + `, ` + "`apiserver_response_sizes`" + `, ` + "`apiserver_watch_events_sizes`" + `),
 scraped before and after each run and restricted to the four collections the
 contenders use. The server's own requests to them are not told apart: its
-ClusterIP repair loop LISTs every Service every 3 minutes, so a run that spans
-one counts one more LIST (medians hide it). Discovery is left out (a few
-requests at each process start). The API server records no size for write
-responses. The server's LIST seconds are the sum of
+ClusterIP repair loop LISTs every Service every 3 minutes and watches them, so
+a run that spans one counts one more LIST, or the WATCH it ended, with its
+events' bytes. Medians hide it; the steady pass's request target, judged on
+the most of any pass, does not, and its row shows that pass's requests beside
+the median's. Discovery is left out (a few requests at each process start).
+The API server records no size for write responses. The server's LIST
+seconds are the sum of
 ` + "`apiserver_request_duration_seconds`" + ` over the run's LISTs of those collections: the
 server's own time from receiving each page's request to the end of its
 response, the floor of any client's pass (a client that reads slowly lengthens

@@ -100,3 +100,17 @@ func TestChurnCrossover(t *testing.T) {
 		t.Errorf("the watch cheaper under churn than quiet, against polling: %q", got)
 	}
 }
+
+// TestRequestsGot: the steady pass's requests show the most of any pass
+// where it differs from the median, since the target is judged on it.
+func TestRequestsGot(t *testing.T) {
+	same := steadyFig{Requests: statOf([]float64{8, 8, 8}), Lists: statOf([]float64{8, 8, 8}), Writes: statOf([]float64{0, 0, 0}), Watches: statOf([]float64{0, 0, 0})}
+	if got, want := requestsGot(same), "8 requests, 8 LIST, 0 writes"; got != want {
+		t.Errorf("passes alike: %q, want %q", got, want)
+	}
+	watched := same
+	watched.Requests, watched.Watches = statOf([]float64{9, 8, 8}), statOf([]float64{1, 0, 0})
+	if got, want := requestsGot(watched), "8 requests, 8 LIST, 0 writes; at most 9 requests, 8 LIST, 0 writes, 1 WATCH"; got != want {
+		t.Errorf("one pass with a WATCH: %q, want %q", got, want)
+	}
+}

@@ -247,6 +247,21 @@ func (z sizeSummary) measured(cs ...string) []string {
 	})
 }
 
+// requestsGot is the steady pass's requests: the median pass's and, where
+// another pass's differ, the most of any, which the target is judged on;
+// with any WATCH, since the API server counts other clients' requests to
+// the same collections too.
+func requestsGot(st steadyFig) string {
+	got := fmt.Sprintf("%.0f requests, %.0f LIST, %.0f writes", st.Requests.Median, st.Lists.Median, st.Writes.Median)
+	if st.Requests.Max != st.Requests.Median || st.Lists.Max != st.Lists.Median || st.Writes.Max != st.Writes.Median {
+		got += fmt.Sprintf("; at most %.0f requests, %.0f LIST, %.0f writes", st.Requests.Max, st.Lists.Max, st.Writes.Max)
+	}
+	if st.Watches.Max > 0 {
+		got += fmt.Sprintf(", %.0f WATCH", st.Watches.Max)
+	}
+	return got
+}
+
 func targets(z sizeSummary) []target {
 	var ts []target
 	st := z.Steady[resyncdName]
@@ -254,7 +269,7 @@ func targets(z sizeSummary) []target {
 	ts = append(ts, target{
 		What: "steady pass: requests, all LIST, no write",
 		Want: fmt.Sprintf("≤ %.0f, all LIST, 0 writes", limit),
-		Got:  fmt.Sprintf("%.0f requests, %.0f LIST, %.0f writes", st.Requests.Median, st.Lists.Median, st.Writes.Median),
+		Got:  requestsGot(st),
 		Met:  st.Requests.Max <= limit && st.Requests.Max == st.Lists.Max && st.Writes.Max == 0,
 	})
 	rf := ratio(z.Cold[resyncdName], z.Cold[floorName])
