@@ -206,7 +206,11 @@ seconds are the sum of
 ` + "`apiserver_request_duration_seconds`" + ` over the run's LISTs of those collections: the
 server's own time from receiving each page's request to the end of its
 response, the floor of any client's pass (a client that reads slowly lengthens
-it too). Peak RSS is the process's VmHWM, sampled every 10 ms. Peak heap is the
+it too). "Against the server" sets each pass against the server's time in
+that same pass and gives the median and range of those ratios: the server's
+time itself varies by a quarter from pass to pass at N = 1,000, and a ratio
+of two medians taken from different passes would count that as the client's.
+Peak RSS is the process's VmHWM, sampled every 10 ms. Peak heap is the
 largest heap the Go runtime reports at a collection (every process runs with
 ` + "`GODEBUG=gctrace=1`" + `; the heap at the start or the end of marking, whichever is
 larger, in whole MiB): the memory the program itself asks for, where RSS adds the

@@ -114,3 +114,19 @@ func TestRequestsGot(t *testing.T) {
 		t.Errorf("one pass with a WATCH: %q, want %q", got, want)
 	}
 }
+
+// TestOverServer: each pass is set against the server's time in that pass,
+// not the median pass against the median server time of another.
+func TestOverServer(t *testing.T) {
+	var ss []*Sample
+	for i, p := range [][2]float64{{0.217, 0.199}, {0.262, 0.250}, {0.257, 0.209}} {
+		ss = append(ss, &Sample{Contender: resyncdName, Rep: i + 1, Phase: "steady", PassSeconds: p[0], Traffic: Traffic{ListSeconds: p[1]}})
+	}
+	f := trafficFig(ss, resyncdName, "steady")
+	if got, want := spreadTimes(f.OverServer), "1.09× (1.05×–1.23×)"; got != want {
+		t.Errorf("paired: %q, want %q (the ratio of the medians would be %s)", got, want, times(f.Pass, f.Server))
+	}
+	if got := spreadTimes(trafficFig([]*Sample{{Contender: crName, Phase: "steady", PassSeconds: 1}}, crName, "steady").OverServer); got != "—" {
+		t.Errorf("no LIST: %q, want —", got)
+	}
+}

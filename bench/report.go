@@ -124,6 +124,10 @@ type steadyFig struct {
 	Requests, Lists, Writes, DryRuns, Watches, Bytes, Pass stat
 	// Server is the API server's own time serving the LISTs.
 	Server stat
+	// OverServer is each pass against the server's time serving its LISTs
+	// in the same window: paired, so that the server's own spread from
+	// pass to pass (a quarter at N = 1,000) is not taken for the client's.
+	OverServer stat
 }
 
 type driftFig struct {
@@ -161,6 +165,9 @@ func trafficFig(ss []*Sample, c, phase string) steadyFig {
 		Bytes:    t(func(t Traffic) float64 { return t.Bytes }),
 		Server:   t(func(t Traffic) float64 { return t.ListSeconds }),
 		Pass:     pick(ss, c, phase, func(s *Sample) float64 { return s.PassSeconds }),
+		OverServer: pick(ss, c, phase, func(s *Sample) float64 {
+			return s.PassSeconds / s.Traffic.ListSeconds
+		}),
 	}
 }
 
@@ -283,9 +290,10 @@ func targets(z sizeSummary) []target {
 			num(mib(z.SyncHeap[resyncdName]), "%.0f"), num(mib(z.SyncHeap[listName]), "%.0f")), Met: rr <= 1.0})
 	rl := ratio(st.Pass, z.Steady[listName].Pass)
 	ts = append(ts, target{What: "steady pass against the raw paged LIST", Want: "≤ 1.2×", Got: fmt.Sprintf("%.2f×", rl), Met: rl <= 1.2})
-	rs := ratio(st.Pass, st.Server)
+	rs := st.OverServer.Median
 	ts = append(ts, target{What: "steady pass against the API server's own time serving its LISTs", Want: "≤ 1.2×",
-		Got: fmt.Sprintf("%.2f× (%.3f s against %.3f s)", rs, st.Pass.Median, st.Server.Median), Met: rs <= 1.2})
+		Got: fmt.Sprintf("%s over the passes, each against the server's time in it; medians %.3f s against %.3f s",
+			spreadTimes(st.OverServer), st.Pass.Median, st.Server.Median), Met: rs <= 1.2})
 	ts = append(ts, graphTargets(z)...)
 	ts = append(ts, baselineTargets(z)...)
 	d := z.Drift[resyncdName]
@@ -376,6 +384,15 @@ func times(a, b stat) string {
 	return fmt.Sprintf("%.2f×", r)
 }
 
+// spreadTimes is a stat of ratios as spread writes it; "—" where any had
+// nothing to be set against.
+func spreadTimes(s stat) string {
+	if math.IsInf(s.Max, 0) || math.IsNaN(s.Max) {
+		return "—"
+	}
+	return spread(s, "%.2f×")
+}
+
 func mib(s stat) stat {
 	return stat{Median: s.Median / (1 << 20), Min: s.Min / (1 << 20), Max: s.Max / (1 << 20), Count: s.Count}
 }
@@ -407,7 +424,7 @@ func (sum *summary) tables() string {
 			s := z.Steady[c]
 			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", labels[c], num(s.Requests, "%.0f"), num(s.Lists, "%.0f"), num(s.Watches, "%.0f"),
 				num(s.Writes, "%.0f"), num(s.DryRuns, "%.0f"), num(kib(s.Bytes), "%.0f"), spread(s.Pass, "%.2f"), times(s.Pass, z.Steady[listName].Pass),
-				num(s.Server, "%.3f"), times(s.Pass, s.Server))
+				num(s.Server, "%.3f"), spreadTimes(s.OverServer))
 		}
 		p("\nPeak RSS: of the cold process, and of the processes that keep the cluster in sync (resyncd: the `resyncd run`\n")
 		p("of the steady and drift passes; controller-runtime: its restarts; the highest in each repetition):\n\n")
