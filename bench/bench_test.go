@@ -406,7 +406,7 @@ func TestScale(t *testing.T) {
 func TestColdNotConverged(t *testing.T) {
 	res := &Results{Sizes: []int{100}, Reps: 1, Samples: []*Sample{
 		{Contender: floorName, N: 100, Rep: 1, Phase: "cold", Seconds: 2},
-		{Contender: crName, N: 100, Rep: 1, Phase: "cold", Error: "controller-runtime (N=100, cold): " + errNotConverged.Error()},
+		{Contender: crName, N: 100, Rep: 1, Phase: "cold", Error: "controller-runtime (N=100, cold): " + errNotConverged.Error() + " in 15m0s"},
 	}}
 	got := summarize(res).tables()
 	if want := "| controller-runtime | —; 1 run(s) failed or did not converge in 15m0s | — |"; !strings.Contains(got, want) {

@@ -114,8 +114,8 @@ func (d *daemon) pass(ctx context.Context) (passLine, error) {
 		return l, nil
 	case <-d.exited:
 		return passLine{}, fmt.Errorf("resyncd exited: %v\n%s", d.cmd.ProcessState, strings.Join(d.tail, "\n"))
-	case <-time.After(runTimeout):
-		return passLine{}, fmt.Errorf("resyncd: no pass ended in %s; its goroutines in resyncd's code:\n%s", runTimeout, d.dump())
+	case <-time.After(minRunTimeout):
+		return passLine{}, fmt.Errorf("resyncd: no pass ended in %s; its goroutines in resyncd's code:\n%s", minRunTimeout, d.dump())
 	case <-ctx.Done():
 		return passLine{}, ctx.Err()
 	}

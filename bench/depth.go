@@ -197,7 +197,7 @@ func (b *bench) converge(ctx context.Context, g depthGraph, config string, n, re
 
 // oncePass runs one `resyncd once` with config and reads its summary.
 func (b *bench) oncePass(ctx context.Context, config string) (DepthPass, error) {
-	ctx, cancel := context.WithTimeout(ctx, runTimeout)
+	ctx, cancel := context.WithTimeout(ctx, minRunTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, b.resyncd, "once", "--config", config, "--kubeconfig", b.kubeconfig)
 	var stdout, stderr strings.Builder

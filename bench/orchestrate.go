@@ -85,38 +85,51 @@ const (
 	crName         = "controller-runtime"
 	cr8Name        = "controller-runtime-8"
 	listName       = "raw-list"
-	runTimeout     = 15 * time.Minute
+	// minRunTimeout is the longest a run of a contender may take at any
+	// N, and the longest a `resyncd run` may take to end a pass.
+	minRunTimeout = 15 * time.Minute
 )
 
-// errNotConverged: a contender that runs until converged did not within
-// runTimeout. Its cold sample says so; its repeats are not run.
-var errNotConverged = errors.New("did not converge in " + runTimeout.String())
+// runTimeout is the longest a contender's run may take at n parents: 15
+// minutes, or 75 ms a parent where that is longer. Cold convergence at N
+// = 20,000 is bound by the API server's writes, 60–75 a second on two
+// cores, 13–16 minutes for its 60,000.
+func runTimeout(n int) time.Duration {
+	return max(minRunTimeout, time.Duration(n)*75*time.Millisecond)
+}
 
+// errNotConverged: a contender that runs until converged did not within
+// runTimeout. Its cold sample says so, with the time it had; its repeats
+// are not run.
+var errNotConverged = errors.New("did not converge")
+
+// contenders are what the bench measures. `resyncd once` runs with no
+// time limit of its own (--timeout 0): the bench's, runTimeout, bounds it.
 func contenders() []contender {
 	return []contender{
 		{Name: floorName, ManagedBy: "resyncd", Targeted: true, ColdRepeats: true, args: func(b *bench, _ int) []string {
 			return []string{b.self, "floor", "--kubeconfig", b.kubeconfig, "--concurrency", "8", "--page-size", "500"}
 		}},
 		{Name: resyncdName, ManagedBy: "resyncd", Repeats: true, Targeted: true, ColdRepeats: true, Config: "local", args: func(b *bench, _ int) []string {
-			return []string{b.resyncd, "once", "--config", b.configs["local"], "--kubeconfig", b.kubeconfig}
+			return []string{b.resyncd, "once", "--timeout", "0", "--config", b.configs["local"], "--kubeconfig", b.kubeconfig}
 		}},
 		{Name: resyncdName + baselineSuffix, ManagedBy: "resyncd", Repeats: true, Targeted: true, ColdRepeats: true, Config: "local", Baseline: true, args: func(b *bench, _ int) []string {
-			return []string{b.baseline, "once", "--config", b.configs["local"], "--kubeconfig", b.kubeconfig}
+			return []string{b.baseline, "once", "--timeout", "0", "--config", b.configs["local"], "--kubeconfig", b.kubeconfig}
 		}},
 		{Name: resyncdServerName, ManagedBy: "resyncd", Repeats: true, Config: "server", args: func(b *bench, _ int) []string {
-			return []string{b.resyncd, "once", "--config", b.configs["server"], "--kubeconfig", b.kubeconfig}
+			return []string{b.resyncd, "once", "--timeout", "0", "--config", b.configs["server"], "--kubeconfig", b.kubeconfig}
 		}},
 		{Name: resyncdGraphName, ManagedBy: "resyncd", Repeats: true, ColdRepeats: true, Config: "graph", args: func(b *bench, _ int) []string {
-			return []string{b.resyncd, "once", "--config", b.configs["graph"], "--kubeconfig", b.kubeconfig}
+			return []string{b.resyncd, "once", "--timeout", "0", "--config", b.configs["graph"], "--kubeconfig", b.kubeconfig}
 		}},
 		{Name: resyncdGraphName + baselineSuffix, ManagedBy: "resyncd", Repeats: true, ColdRepeats: true, Config: "graph", Baseline: true, args: func(b *bench, _ int) []string {
-			return []string{b.baseline, "once", "--config", b.configs["graph"], "--kubeconfig", b.kubeconfig}
+			return []string{b.baseline, "once", "--timeout", "0", "--config", b.configs["graph"], "--kubeconfig", b.kubeconfig}
 		}},
 		{Name: resyncdTwoName, ManagedBy: "resyncd", Repeats: true, Config: "clusters", TwoClusters: true, args: func(b *bench, _ int) []string {
-			return []string{b.resyncd, "once", "--config", b.configs["clusters"]}
+			return []string{b.resyncd, "once", "--timeout", "0", "--config", b.configs["clusters"]}
 		}},
 		{Name: resyncdOneNSName, ManagedBy: "resyncd", Repeats: true, Config: "local", OneNamespace: true, MaxN: 5000, args: func(b *bench, _ int) []string {
-			return []string{b.resyncd, "once", "--config", b.configs["local"], "--kubeconfig", b.kubeconfig}
+			return []string{b.resyncd, "once", "--timeout", "0", "--config", b.configs["local"], "--kubeconfig", b.kubeconfig}
 		}},
 		{Name: crName, ManagedBy: crManagedBy, UntilConverged: true, Repeats: true, args: func(b *bench, n int) []string {
 			return []string{b.self, "cr", "--kubeconfig", b.kubeconfig, "--expect", strconv.Itoa(n)}
@@ -757,7 +770,7 @@ func (b *bench) run(ctx context.Context, c contender, n, rep int, phase string) 
 		base := filepath.Join(b.profile, fmt.Sprintf("%s-%d-%s-%d", c.Name, n, phase, rep))
 		args = append(args, "--cpu-profile", base+".cpu.pprof", "--heap-profile", base+".heap.pprof")
 	}
-	ctx, cancel := context.WithTimeout(ctx, runTimeout)
+	ctx, cancel := context.WithTimeout(ctx, runTimeout(n))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
@@ -798,7 +811,7 @@ func (b *bench) run(ctx context.Context, c contender, n, rep int, phase string) 
 	s.PassSeconds = passSeconds(lines)
 	if c.UntilConverged && s.Seconds == 0 {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return s, fmt.Errorf("%s (N=%d, %s): %w", c.Name, n, phase, errNotConverged)
+			return s, fmt.Errorf("%s (N=%d, %s): %w in %s", c.Name, n, phase, errNotConverged, runTimeout(n))
 		}
 		waitErr = errors.Join(waitErr, errors.New("stopped before it converged"))
 	}

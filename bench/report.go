@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -111,8 +112,10 @@ type sizeSummary struct {
 	// ColdRSS is the peak RSS of the cold process; SyncRSS the peak of the
 	// processes that keep the cluster in sync (steady, drift and after),
 	// the highest in each repetition; bytes.
-	// ColdFailed counts the cold runs that did not converge.
+	// ColdFailed counts the cold runs that did not converge; ColdLimit is
+	// the time those that ran out of it had, as their errors say.
 	ColdFailed       map[string]int
+	ColdLimit        map[string]string
 	ColdRSS, SyncRSS map[string]stat
 	// SyncHeap is the peak heap of the processes in sync, bytes.
 	SyncHeap map[string]stat
@@ -213,12 +216,15 @@ func summarize(res *Results) *summary {
 		if len(ss) == 0 {
 			continue // no contender ran (-only of graph depth alone)
 		}
-		z := sizeSummary{N: n, Cold: map[string]stat{}, ColdFailed: map[string]int{}, Steady: map[string]steadyFig{}, ColdRSS: map[string]stat{}, SyncRSS: map[string]stat{}, SyncHeap: map[string]stat{}, Drift: map[string]driftFig{}}
+		z := sizeSummary{N: n, Cold: map[string]stat{}, ColdFailed: map[string]int{}, ColdLimit: map[string]string{}, Steady: map[string]steadyFig{}, ColdRSS: map[string]stat{}, SyncRSS: map[string]stat{}, SyncHeap: map[string]stat{}, Drift: map[string]driftFig{}}
 		for _, c := range names {
 			z.Cold[c] = pick(ss, c, "cold", func(s *Sample) float64 { return s.Seconds })
 			for _, s := range ss {
 				if s.Contender == c && s.Phase == "cold" && s.Error != "" {
 					z.ColdFailed[c]++
+					if m := ranOut.FindStringSubmatch(s.Error); m != nil {
+						z.ColdLimit[c] = m[1]
+					}
 				}
 			}
 			z.Steady[c] = trafficFig(ss, c, "steady")
@@ -242,6 +248,9 @@ func summarize(res *Results) *summary {
 	}
 	return sum
 }
+
+// ranOut finds, in a run's error, the time it had to converge.
+var ranOut = regexp.MustCompile(errNotConverged.Error() + ` in (\S+)`)
 
 func ratio(a, b stat) float64 { return a.Median / b.Median }
 
@@ -412,7 +421,10 @@ func (sum *summary) tables() string {
 		for _, c := range z.measured(resyncdName, resyncdServerName, resyncdGraphName, crName, cr8Name, floorName) {
 			secs := spread(z.Cold[c], "%.1f")
 			if f := z.ColdFailed[c]; f > 0 {
-				secs += fmt.Sprintf("; %d run(s) failed or did not converge in %s", f, runTimeout)
+				secs += fmt.Sprintf("; %d run(s) failed or did not converge", f)
+				if l := z.ColdLimit[c]; l != "" {
+					secs += " in " + l
+				}
 			}
 			p("| %s | %s | %s | %s | %s |\n", labels[c], secs, times(z.Cold[c], z.Cold[floorName]), times(z.Cold[c], z.Cold[crName]), times(z.Cold[c], z.Cold[cr8Name]))
 		}

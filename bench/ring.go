@@ -122,7 +122,7 @@ func (b *bench) measureRing(ctx context.Context, rr *RingRun, n, reps int) error
 
 // ringConverges is how many times `resyncd once` may run to converge the
 // ring figure's parents: at N = 20,000 on two busy cores one run can
-// outlast runTimeout, and the next goes on from where it stopped.
+// outlast minRunTimeout, and the next goes on from where it stopped.
 const ringConverges = 3
 
 // convergeRing runs once until the cluster's n parents are converged, at
