@@ -281,7 +281,14 @@ runtime, the binary and memory the runtime has not yet returned.
     (` + "`go test -run '^$' -bench PassMemory ./engine`" + `, B/job-held: in memory, no
     API server, the bench's HttpService). The drift figure, 5% of the children
     changed, gives about a tenth of the parents a job, so the drift pass holds about
-    0.6 KiB a parent more at the start of its writes than a steady pass. At
+    0.6 KiB a parent more at the start of its writes than a steady pass. That
+    is what bounds the in-sync peak at N = 20,000: resyncd alone at 5,000 and
+    20,000 at commit f67432a
+    ([` + "`bench/results/2026-12-03-memory-20000.json`" + `](../bench/results/2026-12-03-memory-20000.json))
+    had 60 and 86 MiB in sync, 0.85× and 1.22× the raw LIST, 1.8 KiB a parent
+    between them; at 20,000 the heap the collector found live (gctrace) was
+    24–26 MiB in the drift passes and 15–19 MiB in the others, and the heap
+    peaked at 44–46 MiB in the drift passes against 27–38. At
     N = 5,000, side by side with the build that held parents decoded, the in-sync
     heap peaked at 20 MiB against 27, the in-sync RSS at 62 MiB against 66, and the
     cold process (every parent a job) at 82 MiB against 103
