@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -128,5 +129,8 @@ func TestOverServer(t *testing.T) {
 	}
 	if got := spreadTimes(trafficFig([]*Sample{{Contender: crName, Phase: "steady", PassSeconds: 1}}, crName, "steady").OverServer); got != "—" {
 		t.Errorf("no LIST: %q, want —", got)
+	}
+	if got := spreadTimes(statOf([]float64{1.1, math.NaN(), 1.2})); got != "—" {
+		t.Errorf("a pass of no time against none: %q, want —", got)
 	}
 }

@@ -394,9 +394,9 @@ func times(a, b stat) string {
 }
 
 // spreadTimes is a stat of ratios as spread writes it; "—" where any had
-// nothing to be set against.
+// nothing to be set against (Inf, or NaN, which sorts first).
 func spreadTimes(s stat) string {
-	if math.IsInf(s.Max, 0) || math.IsNaN(s.Max) {
+	if math.IsInf(s.Max, 0) || math.IsNaN(s.Max) || math.IsNaN(s.Min) {
 		return "—"
 	}
 	return spread(s, "%.2f×")
