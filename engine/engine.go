@@ -155,17 +155,19 @@ func (k childKey) hash() uint64 {
 	return h.Sum64()
 }
 
-// memoEntry is what reducing a child at one version found.
+// memoEntry is what reducing a child at one version found. It is one of
+// the few things kept between passes for every child, so its fields are
+// ordered to make it 24 bytes.
 type memoEntry struct {
-	owned bool
-	// created: resyncd's field manager set desired.AnnotationCreated.
-	created     bool
 	fingerprint fingerprint
 	// position is 1 + the child's index in what its parent last rendered
 	// (its apply order); 0 when not known. Prunes go the other way.
 	position int32
+	owned    bool
+	// created: resyncd's field manager set desired.AnnotationCreated.
+	created bool
 	// pass is memory.pass of the pass that read it last.
-	pass uint32
+	pass uint8
 }
 
 type noopKey struct {

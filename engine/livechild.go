@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unique"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -225,8 +226,9 @@ func (k *keeper) object(key childKey, values []any) map[string]any {
 // driftCheck server's fingerprint of the whole object is wanted too.
 func (o *owner) reduceChild(u *unstructured.Unstructured, gvr schema.GroupVersionResource,
 	keepFields, whole bool, mem, next *memory) (*liveChild, error) {
+	k := keyOf(u)
 	c := &liveChild{
-		key:             keyOf(u),
+		key:             childKey{Group: intern(k.Group), Kind: intern(k.Kind), Namespace: intern(k.Namespace), Name: k.Name},
 		gvr:             gvr,
 		uid:             u.GetUID(),
 		resourceVersion: u.GetResourceVersion(),
@@ -288,6 +290,11 @@ func (o *owner) fingerprints(u *unstructured.Unstructured) (memoEntry, error) {
 	return m, err
 }
 
+// intern returns s as one copy the process shares: the kinds, groups and
+// namespaces a pass keeps of thousands of children are a few strings,
+// not one each.
+func intern(s string) string { return unique.Make(s).Value() }
+
 func groupOf(apiVersion string) string {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
@@ -336,12 +343,12 @@ func markCreated(d *unstructured.Unstructured, created bool) {
 func (c *liveChild) identify(u *unstructured.Unstructured) {
 	for _, ref := range u.GetOwnerReferences() {
 		if ref.Controller != nil && *ref.Controller {
-			c.controller, c.controllerGK, c.controllerName = ref.UID, schema.GroupKind{Group: groupOf(ref.APIVersion), Kind: ref.Kind}, ref.Name
+			c.controller, c.controllerGK, c.controllerName = ref.UID, schema.GroupKind{Group: intern(groupOf(ref.APIVersion)), Kind: intern(ref.Kind)}, ref.Name
 		}
 	}
 	l := u.GetLabels()
 	c.labelled = l[desired.LabelManagedBy] == desired.ManagedByValue
-	c.parentKind, c.parentName, c.parentNamespace = l[desired.LabelParentKind], l[desired.LabelParent], l[desired.LabelParentNamespace]
+	c.parentKind, c.parentName, c.parentNamespace = intern(l[desired.LabelParentKind]), l[desired.LabelParent], intern(l[desired.LabelParentNamespace])
 	a := u.GetAnnotations()
 	c.hold, c.pruneOff, c.adopt = a[desired.AnnotationReconcile] == desired.Disabled, a[desired.AnnotationPrune] == desired.Disabled, a[desired.AnnotationAdopt]
 }

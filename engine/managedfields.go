@@ -214,7 +214,7 @@ func ownedStatusFields(p *unstructured.Unstructured, manager string) []string {
 		out := make([]string, 0, len(fields.Status))
 		for k := range fields.Status {
 			if name, ok := strings.CutPrefix(k, "f:"); ok {
-				out = append(out, name)
+				out = append(out, intern(name)) // the same few names for every parent
 			}
 		}
 		return out

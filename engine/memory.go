@@ -19,8 +19,10 @@ import (
 // that a pass does not hold two of each.
 type memory struct {
 	// pass numbers the memory: memo and idle entries stamped with another
-	// are the last pass's, and go at sweep unless read again.
-	pass uint32
+	// are the last pass's, and go at sweep unless read again. Every pass
+	// sweeps, so an entry is of this pass or the last one, and a number
+	// that wraps around tells them apart as well as any.
+	pass uint8
 	// noops are the children that tier 1 called drifted and the server
 	// did not change, by UID, resourceVersion and desired content.
 	noops map[noopKey]bool
@@ -63,7 +65,7 @@ func newMemory(last *memory) *memory {
 // idleParent is what the memory keeps of a parent found idle: the
 // children it compared, stamped with the pass that found it.
 type idleParent struct {
-	pass     uint32
+	pass     uint8
 	children []idleChild
 }
 
