@@ -65,13 +65,8 @@ type liveChild struct {
 	labelled bool
 	// hold is desired.AnnotationReconcile disabled on it (never written);
 	// pruneOff, desired.AnnotationPrune disabled (released, not deleted,
-	// when no parent wants it); adopt is the value of
-	// desired.AnnotationAdopt, the parent it is handed to.
+	// when no parent wants it).
 	hold, pruneOff bool
-	adopt          string
-	// managers are its field managers, read only for an object that is not
-	// resyncd's, to say whose it is.
-	managers []string
 	// position is memoEntry.position: where the parent last rendered it.
 	position int32
 	// owned is set when resyncd's field manager applied fields to it;
@@ -79,16 +74,92 @@ type liveChild struct {
 	// sets on the children it creates outside their parent's namespace.
 	owned, created bool
 	fingerprint    fingerprint
+	status         map[string]any
+	// rare is what only some children have; nil for the others. A pass
+	// may hold thousands of children of one namespace, so what most do
+	// not have takes one pointer of each.
+	rare *liveRare
+}
+
+// liveRare is what a liveChild holds only in some modes, or for some
+// children.
+type liveRare struct {
+	// adopt is the value of desired.AnnotationAdopt, the parent the child
+	// is handed to.
+	adopt string
+	// managers are its field managers, read only for an object that is not
+	// resyncd's, to say whose it is.
+	managers []string
 	// whole fingerprints the object as driftCheck server compares it with
 	// a dry-run's result; set only in that mode.
 	whole fingerprint
 	// object is the whole live object, kept only for `resyncd diff`.
 	object *unstructured.Unstructured
-	status map[string]any
 	// keeper and kept are the fields its renderer reads
 	// (desired.ChildType.Keep); nil when it reads none.
 	keeper *keeper
 	kept   []any
+}
+
+// more returns c's rare part, made if it has none yet.
+func (c *liveChild) more() *liveRare {
+	if c.rare == nil {
+		c.rare = &liveRare{}
+	}
+	return c.rare
+}
+
+// adopt is the value of c's desired.AnnotationAdopt; "" without one.
+func (c *liveChild) adopt() string {
+	if c.rare == nil {
+		return ""
+	}
+	return c.rare.adopt
+}
+
+// managers are c's field managers, when they were read.
+func (c *liveChild) managers() []string {
+	if c.rare == nil {
+		return nil
+	}
+	return c.rare.managers
+}
+
+// whole is c's fingerprint for driftCheck server; zero in the other modes.
+func (c *liveChild) whole() fingerprint {
+	if c.rare == nil {
+		return fingerprint{}
+	}
+	return c.rare.whole
+}
+
+// object is the whole live object, kept only for `resyncd diff`.
+func (c *liveChild) object() *unstructured.Unstructured {
+	if c.rare == nil {
+		return nil
+	}
+	return c.rare.object
+}
+
+// keep holds, of u, the fields k reads; nothing when k is nil.
+func (c *liveChild) keep(k *keeper, u *unstructured.Unstructured) {
+	if k == nil {
+		if c.rare != nil {
+			c.rare.keeper, c.rare.kept = nil, nil
+		}
+		return
+	}
+	r := c.more()
+	r.keeper, r.kept = k, k.pick(u.Object)
+}
+
+// keptObject is the object the child's kept values make; nil when its
+// renderer reads none.
+func (c *liveChild) keptObject() map[string]any {
+	if c.rare == nil {
+		return nil
+	}
+	return c.rare.keeper.object(c.key, c.rare.kept)
 }
 
 // controlledBy says whether a parent of kind gvk controls c.
@@ -116,7 +187,7 @@ func (c *liveChild) madeOutside() bool {
 }
 
 func (c *liveChild) summary() desired.Child {
-	return desired.Child{Kind: c.key.Kind, Namespace: c.key.Namespace, Name: c.key.Name, Generation: c.generation, Status: c.status, Object: c.keeper.object(c.key, c.kept)}
+	return desired.Child{Kind: c.key.Kind, Namespace: c.key.Namespace, Name: c.key.Name, Generation: c.generation, Status: c.status, Object: c.keptObject()}
 }
 
 // summaries are what a renderer is given of cs.
@@ -239,7 +310,7 @@ func (o *owner) reduceChild(u *unstructured.Unstructured, gvr schema.GroupVersio
 		c.status = st
 	}
 	if keepFields {
-		c.object = u
+		c.more().object = u
 	}
 	key := versionOf(c.uid, c.resourceVersion)
 	var m memoEntry
@@ -257,13 +328,14 @@ func (o *owner) reduceChild(u *unstructured.Unstructured, gvr schema.GroupVersio
 	}
 	c.owned, c.created, c.fingerprint, c.position = m.owned, m.created, m.fingerprint, m.position
 	if whole {
+		r := c.more()
 		ok = false
 		if mem != nil {
-			c.whole, ok = mem.wholes[key]
+			r.whole, ok = mem.wholes[key]
 		}
 		if !ok {
 			var err error
-			if c.whole, err = wholeFingerprint(u); err != nil {
+			if r.whole, err = wholeFingerprint(u); err != nil {
 				return nil, err
 			}
 		}
@@ -272,7 +344,7 @@ func (o *owner) reduceChild(u *unstructured.Unstructured, gvr schema.GroupVersio
 		m.pass = next.pass
 		next.memo[key] = m
 		if whole {
-			next.wholes[key] = c.whole
+			next.wholes[key] = c.rare.whole
 		}
 	}
 	return c, nil
@@ -350,7 +422,10 @@ func (c *liveChild) identify(u *unstructured.Unstructured) {
 	c.labelled = l[desired.LabelManagedBy] == desired.ManagedByValue
 	c.parentKind, c.parentName, c.parentNamespace = intern(l[desired.LabelParentKind]), l[desired.LabelParent], intern(l[desired.LabelParentNamespace])
 	a := u.GetAnnotations()
-	c.hold, c.pruneOff, c.adopt = a[desired.AnnotationReconcile] == desired.Disabled, a[desired.AnnotationPrune] == desired.Disabled, a[desired.AnnotationAdopt]
+	c.hold, c.pruneOff = a[desired.AnnotationReconcile] == desired.Disabled, a[desired.AnnotationPrune] == desired.Disabled
+	if adopt := a[desired.AnnotationAdopt]; adopt != "" {
+		c.more().adopt = adopt
+	}
 }
 
 // fieldManagers lists the managers of u's fields, each once.

@@ -51,7 +51,7 @@ func (c *liveChild) claimBy(p *unstructured.Unstructured, gk schema.GroupKind) c
 	case c.labelled && (c.parentKind == "" || c.parentKind == desired.ParentKind(gk)) && (c.parentName == "" || c.parentName == p.GetName()) &&
 		c.parentNS() == p.GetNamespace():
 		return claimMine
-	case !c.labelled && c.adopt != "" && c.adopt == adoptValue(gk, p, c.key.Namespace):
+	case !c.labelled && c.adopt() != "" && c.adopt() == adoptValue(gk, p, c.key.Namespace):
 		return claimMine
 	default:
 		return claimTaken
@@ -84,12 +84,12 @@ func takenMessage(c *liveChild, p *unstructured.Unstructured, gk schema.GroupKin
 	switch {
 	case c.controller != "" || c.labelled:
 		return msg + ". Rename the parent, or delete the object"
-	case c.adopt == "true":
+	case c.adopt() == "true":
 		return fmt.Sprintf("%s. Its %s annotation must name the one parent it hands the object to: set it to %q",
 			msg, desired.AnnotationAdopt, adoptValue(gk, p, c.key.Namespace))
-	case c.adopt != "":
+	case c.adopt() != "":
 		return fmt.Sprintf("%s. Its %s annotation is %q, which names another parent: rename the parent, delete the object, or set the annotation to %q to hand it to this one",
-			msg, desired.AnnotationAdopt, c.adopt, adoptValue(gk, p, c.key.Namespace))
+			msg, desired.AnnotationAdopt, c.adopt(), adoptValue(gk, p, c.key.Namespace))
 	default:
 		return fmt.Sprintf("%s. Rename the parent, delete the object, or annotate it %s=%s to hand it over",
 			msg, desired.AnnotationAdopt, adoptValue(gk, p, c.key.Namespace))
@@ -101,8 +101,8 @@ func (c *liveChild) managedBy() string {
 	switch {
 	case c.controller != "":
 		return fmt.Sprintf("controlled by %s %s", c.controllerGK.Kind, c.controllerName)
-	case len(c.managers) > 0:
-		return "field managers: " + strings.Join(c.managers, ", ")
+	case len(c.managers()) > 0:
+		return "field managers: " + strings.Join(c.managers(), ", ")
 	case !c.labelled:
 		return "no " + desired.LabelManagedBy + "=" + desired.ManagedByValue + " label"
 	default:

@@ -168,7 +168,7 @@ func TestAdoptAnnotation(t *testing.T) {
 		t.Errorf("adopted Service given has ownerReferences %v; the garbage collector would delete it with its parent", refs)
 	}
 	if adopted("later") {
-		t.Fatal(`Service later was taken over with resyncd.io/adopt: "true", which names no parent`)
+		t.Fatal(`Service later was taken over with resyncd.io/rare: &liveRare{adopt: "true"}, which names no parent`)
 	}
 	if s := condition(t, h.mustGet(httpServices, ns, "given"), "Stalled"); s["status"] != "False" {
 		t.Errorf("given Stalled = %v", s)
@@ -219,7 +219,7 @@ func TestClaimBy(t *testing.T) {
 		p.SetUID(types.UID(uid))
 		return p
 	}
-	adopted := liveChild{labelled: true, parentKind: "HttpService.resyncd.io", parentName: "payments", adopt: "HttpService.resyncd.io/payments"}
+	adopted := liveChild{labelled: true, parentKind: "HttpService.resyncd.io", parentName: "payments", rare: &liveRare{adopt: "HttpService.resyncd.io/payments"}}
 	for _, tc := range []struct {
 		name string
 		c    liveChild
@@ -227,15 +227,15 @@ func TestClaimBy(t *testing.T) {
 		gk   schema.GroupKind
 		want claim
 	}{
-		{"adopt names the parent", liveChild{adopt: "HttpService.resyncd.io/payments"}, parent("payments", "u1"), hsvc, claimMine},
-		{"adopt true names nobody", liveChild{adopt: "true"}, parent("payments", "u1"), hsvc, claimTaken},
-		{"adopt names another kind", liveChild{adopt: "HttpService.resyncd.io/payments"}, parent("payments", "u1"), webapp, claimTaken},
-		{"adopt names another parent", liveChild{adopt: "HttpService.resyncd.io/payments"}, parent("billing", "u2"), hsvc, claimTaken},
+		{"adopt names the parent", liveChild{rare: &liveRare{adopt: "HttpService.resyncd.io/payments"}}, parent("payments", "u1"), hsvc, claimMine},
+		{"adopt true names nobody", liveChild{rare: &liveRare{adopt: "true"}}, parent("payments", "u1"), hsvc, claimTaken},
+		{"adopt names another kind", liveChild{rare: &liveRare{adopt: "HttpService.resyncd.io/payments"}}, parent("payments", "u1"), webapp, claimTaken},
+		{"adopt names another parent", liveChild{rare: &liveRare{adopt: "HttpService.resyncd.io/payments"}}, parent("billing", "u2"), hsvc, claimTaken},
 		{"adopted: its parent again", adopted, parent("payments", "u3"), hsvc, claimMine},
 		{"adopted: another parent of the kind", adopted, parent("billing", "u2"), hsvc, claimTaken},
 		{"adopted: a parent of another kind", adopted, parent("payments", "u4"), webapp, claimTaken},
 		{"another controller, adopt naming the parent", liveChild{controller: "x", controllerGK: schema.GroupKind{Kind: "ConfigMap"},
-			adopt: "HttpService.resyncd.io/payments"}, parent("payments", "u1"), hsvc, claimTaken},
+			rare: &liveRare{adopt: "HttpService.resyncd.io/payments"}}, parent("payments", "u1"), hsvc, claimTaken},
 		{"controlled by the parent", liveChild{controller: "u1", labelled: true}, parent("payments", "u1"), hsvc, claimMine},
 		{"no label, no annotation", liveChild{}, parent("payments", "u1"), hsvc, claimTaken},
 		// Outside the parent's namespace (team-a), in shared.
@@ -247,9 +247,9 @@ func TestClaimBy(t *testing.T) {
 			parentKind: "HttpService.resyncd.io", parentName: "payments"}, inTeamA(parent("payments", "u1")), hsvc, claimTaken},
 		{"outside: controlled by a parent of the kind and name there", liveChild{key: childKey{Namespace: "shared"}, labelled: true, controller: "u9",
 			controllerGK: hsvc, controllerName: "payments"}, inTeamA(parent("payments", "u1")), hsvc, claimTaken},
-		{"outside: adopt without the parent's namespace", liveChild{key: childKey{Namespace: "shared"}, adopt: "HttpService.resyncd.io/payments"},
+		{"outside: adopt without the parent's namespace", liveChild{key: childKey{Namespace: "shared"}, rare: &liveRare{adopt: "HttpService.resyncd.io/payments"}},
 			inTeamA(parent("payments", "u1")), hsvc, claimTaken},
-		{"outside: adopt with the parent's namespace", liveChild{key: childKey{Namespace: "shared"}, adopt: "HttpService.resyncd.io/team-a/payments"},
+		{"outside: adopt with the parent's namespace", liveChild{key: childKey{Namespace: "shared"}, rare: &liveRare{adopt: "HttpService.resyncd.io/team-a/payments"}},
 			inTeamA(parent("payments", "u1")), hsvc, claimMine},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -79,8 +79,7 @@ func (pl *passPlan) reduce(u *unstructured.Unstructured, ct desired.ChildType, w
 	if err != nil {
 		return nil, err
 	}
-	c.keeper = rs.keepers[ct.GVR]
-	c.kept = c.keeper.pick(u.Object)
+	c.keep(rs.keepers[ct.GVR], u)
 	return c, nil
 }
 
@@ -795,15 +794,15 @@ func (e *Engine) noteDrift(rep *ResourceReport, d Drift) {
 // desired sets (all the fields resyncd owns when desired is nil); nil unless
 // the engine keeps whole objects.
 func (e *Engine) liveFields(live *liveChild, desired *unstructured.Unstructured) map[string]any {
-	if live.object == nil {
+	if live.object() == nil {
 		return nil
 	}
 	var m map[string]any
 	var err error
 	if desired != nil {
-		m, err = e.owner.project(live.object, desired)
+		m, err = e.owner.project(live.object(), desired)
 	} else {
-		m, _, err = e.owner.owned(live.object)
+		m, _, err = e.owner.owned(live.object())
 	}
 	if err != nil {
 		e.log.Debug("Cannot show live fields", zap.String("object", live.key.String()), zap.Error(err))

@@ -79,7 +79,7 @@ func (e *Engine) dryRun(ctx context.Context, o *op) (bool, error) {
 			return err
 		}
 		fp, err := wholeFingerprint(res)
-		drifted = fp != o.live.whole
+		drifted = fp != o.live.whole()
 		return err
 	})
 	if err != nil {

@@ -246,8 +246,7 @@ func (e *Engine) settle(r *run, j *job, o *op, result *unstructured.Unstructured
 // refresh replaces what the job knows of a child with the write's result.
 func (e *Engine) refresh(rs *resourceState, j *job, o *op, result *unstructured.Unstructured) {
 	c := &liveChild{key: o.key, gvr: o.gvr, uid: result.GetUID(), resourceVersion: result.GetResourceVersion(), generation: result.GetGeneration()}
-	c.keeper = rs.keepers[o.gvr]
-	c.kept = c.keeper.pick(result.Object)
+	c.keep(rs.keepers[o.gvr], result)
 	if st, ok := result.Object["status"].(map[string]any); ok {
 		c.status = st
 	}
@@ -346,7 +345,7 @@ func (e *Engine) create(ctx context.Context, r *run, j *job, o *op) (*unstructur
 		if err != nil {
 			return nil, err
 		}
-		c := &liveChild{key: o.key, managers: fieldManagers(u)}
+		c := &liveChild{key: o.key, rare: &liveRare{managers: fieldManagers(u)}}
 		c.identify(u)
 		gk := j.parent.GroupVersionKind().GroupKind()
 		if c.claimBy(j.parent, gk) != claimMine {
