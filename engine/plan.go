@@ -330,6 +330,7 @@ func (pl *passPlan) parent(ctx context.Context, p *unstructured.Unstructured, w 
 	j.statusFields = statusFields
 	e.planUnrendered(rs, j, mine, claimed, pl.seenDrift, pl.now, rep)
 	if !e.idle(rs, j) {
+		j.synced = nil // read only to remember an idle parent (idleOf)
 		if len(j.checks) == 0 && !e.keepFields {
 			// Nothing reads the parent again before its job runs, but
 			// the dry-runs of checkOnServer.
