@@ -74,9 +74,9 @@ type op struct {
 // status, the pruning of children it no longer wants — or, for orphans
 // whose parent is gone, only prunes. One worker runs a job start to end.
 type job struct {
-	// parent is nil for orphans; packed is the parent as JSON from the end
-	// of its plan until the job runs (pack), parent nil meanwhile, and id
-	// names it then.
+	// parent is nil for orphans; packed is the parent as compressed JSON
+	// from the end of its plan until the job runs (pack), parent nil
+	// meanwhile, and id names it then.
 	parent   *unstructured.Unstructured
 	packed   []byte
 	id       string
@@ -159,6 +159,19 @@ func (j *job) unpack() error {
 	}
 	j.parent, j.packed = p, nil
 	return nil
+}
+
+// release lets go of what only the job's run reads, once it has run. The
+// pass holds every job until fold, which reads what each learnt and what
+// its writes came to, nothing else; without this a job that ran would
+// hold its children, refreshed with what the server returned, to the end
+// of the pass.
+func (j *job) release() {
+	j.parent, j.packed = nil, nil
+	j.ops, j.prunes, j.checks, j.fights = nil, nil, nil, nil
+	j.synced, j.children, j.inputs, j.waiting, j.waitingLive = nil, nil, nil, nil, nil
+	j.blocked, j.external, j.taken, j.actsOnTaken, j.refused = nil, nil, nil, nil, nil
+	j.statusFields, j.held = nil, nil
 }
 
 func (j *job) class() int {

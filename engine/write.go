@@ -70,8 +70,9 @@ func (e *Engine) execute(ctx context.Context, rs *resourceState, jobs []*job, re
 }
 
 // runJob makes one parent's writes in order: child writes, status, prunes.
-// It lets go of the rendered children and the parent when it is done.
+// It lets go of all but what fold reads when it is done (release).
 func (e *Engine) runJob(ctx context.Context, r *run, j *job) {
+	defer j.release()
 	if err := j.unpack(); err != nil {
 		// Not expected: the JSON is the job's own. Nothing of the
 		// parent's is written, not even its status; the next pass reads
@@ -86,12 +87,6 @@ func (e *Engine) runJob(ctx context.Context, r *run, j *job) {
 	if err := e.materialize(r.rs, j); err != nil && j.failure == nil {
 		j.failure = &desired.Failure{Reason: "RenderFailed", Message: err.Error()}
 	}
-	defer func() {
-		for _, o := range j.ops {
-			o.desired = nil
-		}
-		j.parent = nil
-	}()
 	// taken are the children found someone else's as they were created,
 	// and those not written because they refer to one.
 	taken := map[childKey]blockage{}
