@@ -269,36 +269,50 @@ runtime, the binary and memory the runtime has not yet returned.
     at their peak, while little else is resident, and 3 MiB for good.
   - A pass reads parents and children side by side, a namespace at a time, in the
     order the API server stores them, so it holds the children of one namespace
-    (identity, the fingerprint of tier 1 and the fields the renderer reads of each)
-    and about a page of parents. With all N parents in one namespace the pass holds
-    them all, which is the bound: memory grows with the largest namespace. Kinds a
-    graph may place in another namespace than the parent's are read first and held
-    through the pass.
+    and about a page of parents. A child held is about 1 KiB live: 320 bytes as
+    the pass reduced it (identity, the fingerprint of tier 1, its status; what few
+    children have, such as the fields a graph reads or the diff's whole object,
+    behind one pointer), its name, UID and resourceVersion, and its entries in
+    the window's maps; its kind, group and namespace are one copy the process
+    shares. With all N parents in one namespace the pass holds them all, which
+    is the bound: memory grows with the largest namespace. At 5,000 parents in
+    one namespace, commit cf87ae5
+    ([` + "`bench/results/2026-12-03-memory-20000-cf87ae5.json`" + `](../bench/results/2026-12-03-memory-20000-cf87ae5.json)),
+    the heap the collector found live was 16–18 MiB against 7–8 over 50
+    namespaces, and the in-sync RSS 75 MiB, 1.08× the raw LIST (90 MiB, 1.33×,
+    in the scale record of 2026-12-02). Kinds a graph may place in another
+    namespace than the parent's are read first and held through the pass.
   - A parent with work is held, with its children, until its job runs: the parent
-    as its JSON, decoded again by the worker that runs the job, its children as the
-    pass reduced them, and what it will write. That is about 5.6–6.0 KiB a job of a
-    drifted parent, against 8.6–8.8 KiB when the parent was held decoded
-    (` + "`go test -run '^$' -bench PassMemory ./engine`" + `, B/job-held: in memory, no
-    API server, the bench's HttpService). The drift figure, 5% of the children
-    changed, gives about a tenth of the parents a job, so the drift pass holds about
-    0.6 KiB a parent more at the start of its writes than a steady pass. That
-    is what bounds the in-sync peak at N = 20,000: resyncd alone at 5,000 and
-    20,000 at commit f67432a
-    ([` + "`bench/results/2026-12-03-memory-20000.json`" + `](../bench/results/2026-12-03-memory-20000.json))
-    had 60 and 86 MiB in sync, 0.85× and 1.22× the raw LIST, 1.8 KiB a parent
-    between them; at 20,000 the heap the collector found live (gctrace) was
-    24–26 MiB in the drift passes and 15–19 MiB in the others, and the heap
-    peaked at 44–46 MiB in the drift passes against 27–38. At
-    N = 5,000, side by side with the build that held parents decoded, the in-sync
-    heap peaked at 20 MiB against 27, the in-sync RSS at 62 MiB against 66, and the
-    cold process (every parent a job) at 82 MiB against 103
-    ([` + "`bench/results/2026-12-02-jobs-ab.json`" + `](../bench/results/2026-12-02-jobs-ab.json)).
+    as S2-compressed JSON (757 bytes for the bench's HttpService, 1,409 as
+    JSON), decoded again by the worker that runs the job, its children as the
+    pass reduced them, and what it will write. Once its job has run, the pass
+    keeps only what fold reads: what its writes came to and what they teach
+    the next pass. That is 2.9–3.0 KiB a job of a drifted parent at commit
+    301ccd4, against 3.9–4.0 KiB at 8ec6b44
+    (` + "`go test -run '^$' -bench PassMemory ./engine`" + `, B/job-held once every job is
+    planned, before the first runs: in memory, no API server, the bench's
+    HttpService). The drift figure, 5% of the children changed, gives about a
+    tenth of the parents a job, so the drift pass holds about 0.3 KiB a parent
+    more at the start of its writes than a steady pass. **That is what bounds the
+    in-sync peak at N = 20,000.** resyncd alone at 5,000 and 20,000 at commit
+    301ccd4
+    ([` + "`bench/results/2026-12-03-memory-20000-301ccd4.json`" + `](../bench/results/2026-12-03-memory-20000-301ccd4.json))
+    had 56 and 79 MiB in sync, 0.84× and 1.17× the raw LIST (68 MiB at 20,000 in
+    that run), 1.57 KiB a parent between them (cf87ae5, the commit before: 56 and
+    78 MiB, 0.80× and 1.09× against 70 and 71, 1.53 KiB; f67432a: 60 and 86 MiB,
+    1.8 KiB). At 20,000 the heap found live (gctrace, split at each pass's log
+    line) was 20 MiB in the drift passes and 12–14 MiB in the others; the heap
+    peaked at 36–38 MiB in the drift passes against 24–26 (f67432a: 24–26 MiB live
+    and 44–46 peak in the drift passes, 15–19 and 27–38 in the others). The cold
+    process, every parent a job, peaked at 130 MiB at 20,000 against 174 at
+    cf87ae5, whose jobs held their children, refreshed, until the pass ended.
   - Between passes it keeps, per child and per idle parent, a 128-bit hash of the
-    UID and resourceVersion with a 128-bit fingerprint (about 44 bytes), no
-    strings, and a pass replaces what it read again rather than holding two
-    copies: about 480 bytes a parent of two children (575 with 256-bit
-    fingerprints), the maps' slots and each idle parent's list of
-    its children included (B/parent-kept).
+    UID and resourceVersion with a 128-bit fingerprint and a few flags (40-byte
+    map slots), no strings, and a pass replaces what it read again rather than
+    holding two copies: about 450 bytes a parent of two children (483 before
+    the entries were reordered to 24 bytes), the maps' slots, which are half to
+    seven eighths full, and each idle parent's list of its children included
+    (B/parent-kept).
   - The Go collector lets the heap grow to twice what is live before it runs (GOGC
     100): the fixed part's heap, what is kept between passes and the jobs ahead of
     the writes all count about twice in peak heap. The raw LIST process, which
