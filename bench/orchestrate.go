@@ -103,33 +103,44 @@ func runTimeout(n int) time.Duration {
 // are not run.
 var errNotConverged = errors.New("did not converge")
 
-// contenders are what the bench measures. `resyncd once` runs with no
-// time limit of its own (--timeout 0): the bench's, runTimeout, bounds it.
+// once is the command line of `resyncd once` with the build bin and the
+// configuration named config, against the bench's cluster if local (a
+// configuration of clusters names its own). It runs with no time limit of
+// its own (--timeout 0): the bench's, runTimeout, bounds it.
+func (b *bench) once(bin, config string, local bool) []string {
+	args := []string{bin, "once", "--timeout", "0", "--config", b.configs[config]}
+	if local {
+		args = append(args, "--kubeconfig", b.kubeconfig)
+	}
+	return args
+}
+
+// contenders are what the bench measures.
 func contenders() []contender {
 	return []contender{
 		{Name: floorName, ManagedBy: "resyncd", Targeted: true, ColdRepeats: true, args: func(b *bench, _ int) []string {
 			return []string{b.self, "floor", "--kubeconfig", b.kubeconfig, "--concurrency", "8", "--page-size", "500"}
 		}},
 		{Name: resyncdName, ManagedBy: "resyncd", Repeats: true, Targeted: true, ColdRepeats: true, Config: "local", args: func(b *bench, _ int) []string {
-			return []string{b.resyncd, "once", "--timeout", "0", "--config", b.configs["local"], "--kubeconfig", b.kubeconfig}
+			return b.once(b.resyncd, "local", true)
 		}},
 		{Name: resyncdName + baselineSuffix, ManagedBy: "resyncd", Repeats: true, Targeted: true, ColdRepeats: true, Config: "local", Baseline: true, args: func(b *bench, _ int) []string {
-			return []string{b.baseline, "once", "--timeout", "0", "--config", b.configs["local"], "--kubeconfig", b.kubeconfig}
+			return b.once(b.baseline, "local", true)
 		}},
 		{Name: resyncdServerName, ManagedBy: "resyncd", Repeats: true, Config: "server", args: func(b *bench, _ int) []string {
-			return []string{b.resyncd, "once", "--timeout", "0", "--config", b.configs["server"], "--kubeconfig", b.kubeconfig}
+			return b.once(b.resyncd, "server", true)
 		}},
 		{Name: resyncdGraphName, ManagedBy: "resyncd", Repeats: true, ColdRepeats: true, Config: "graph", args: func(b *bench, _ int) []string {
-			return []string{b.resyncd, "once", "--timeout", "0", "--config", b.configs["graph"], "--kubeconfig", b.kubeconfig}
+			return b.once(b.resyncd, "graph", true)
 		}},
 		{Name: resyncdGraphName + baselineSuffix, ManagedBy: "resyncd", Repeats: true, ColdRepeats: true, Config: "graph", Baseline: true, args: func(b *bench, _ int) []string {
-			return []string{b.baseline, "once", "--timeout", "0", "--config", b.configs["graph"], "--kubeconfig", b.kubeconfig}
+			return b.once(b.baseline, "graph", true)
 		}},
 		{Name: resyncdTwoName, ManagedBy: "resyncd", Repeats: true, Config: "clusters", TwoClusters: true, args: func(b *bench, _ int) []string {
-			return []string{b.resyncd, "once", "--timeout", "0", "--config", b.configs["clusters"]}
+			return b.once(b.resyncd, "clusters", false)
 		}},
 		{Name: resyncdOneNSName, ManagedBy: "resyncd", Repeats: true, Config: "local", OneNamespace: true, MaxN: 5000, args: func(b *bench, _ int) []string {
-			return []string{b.resyncd, "once", "--timeout", "0", "--config", b.configs["local"], "--kubeconfig", b.kubeconfig}
+			return b.once(b.resyncd, "local", true)
 		}},
 		{Name: crName, ManagedBy: crManagedBy, UntilConverged: true, Repeats: true, args: func(b *bench, n int) []string {
 			return []string{b.self, "cr", "--kubeconfig", b.kubeconfig, "--expect", strconv.Itoa(n)}
