@@ -316,7 +316,7 @@ func (o *owner) reduceChild(u *unstructured.Unstructured, gvr schema.GroupVersio
 	var m memoEntry
 	ok := false
 	if mem != nil {
-		m, ok = mem.memo[key]
+		m, ok = mem.memo.get(key)
 	}
 	if !ok {
 		position := m.position
@@ -342,7 +342,7 @@ func (o *owner) reduceChild(u *unstructured.Unstructured, gvr schema.GroupVersio
 	}
 	if next != nil {
 		m.pass = next.pass
-		next.memo[key] = m
+		next.memo.set(key, m)
 		if whole {
 			next.wholes[key] = c.rare.whole
 		}

@@ -101,7 +101,8 @@ func TestReduceChildMemo(t *testing.T) {
 		t.Fatal("two versions of one object have one memo key")
 	}
 	mem := newMemory(nil)
-	mem.memo[v7], mem.wholes[v7] = remembered, fingerprint{2}
+	mem.memo.set(v7, remembered)
+	mem.wholes[v7] = fingerprint{2}
 
 	next := newMemory(mem)
 	c, err := o.reduceChild(svc, services, false, true, mem, next)
@@ -112,7 +113,7 @@ func TestReduceChildMemo(t *testing.T) {
 		t.Errorf("same version: got owned=%v %x %x, want the memo's entry", c.owned, c.fingerprint[:2], w[:2])
 	}
 	next.sweep()
-	if got := next.memo[v7]; got.fingerprint != remembered.fingerprint || !got.owned || got.pass != next.pass || next.wholes[v7] != (fingerprint{2}) {
+	if got, _ := next.memo.get(v7); got.fingerprint != remembered.fingerprint || !got.owned || got.pass != next.pass || next.wholes[v7] != (fingerprint{2}) {
 		t.Errorf("next pass's memo = %v %v, want the entry carried over", next.memo, next.wholes)
 	}
 
@@ -131,7 +132,7 @@ func TestReduceChildMemo(t *testing.T) {
 		t.Errorf("new version: owned=%v (no managedFields: want false), whole fingerprint from the memo: %v", c.owned, c.whole() != want)
 	}
 	next.sweep()
-	if _, ok := next.memo[v8]; !ok || len(next.memo) != 1 || len(next.wholes) != 1 || next.wholes[v8] != want {
+	if _, ok := next.memo.get(v8); !ok || next.memo.len() != 1 || len(next.wholes) != 1 || next.wholes[v8] != want {
 		t.Errorf("next pass's memo = %v %v, want only version 8", next.memo, next.wholes)
 	}
 }

@@ -1,10 +1,6 @@
 package engine
 
-import (
-	"maps"
-
-	"k8s.io/apimachinery/pkg/types"
-)
+import "k8s.io/apimachinery/pkg/types"
 
 // memory is what one pass leaves the next about a watched resource. A
 // pass plans from the last one's (resourceState.mem), which nothing
@@ -29,13 +25,13 @@ type memory struct {
 	// memo is tier 1's result for each child at the resourceVersion read;
 	// wholes, with driftCheck server, the fingerprint the dry-run's result
 	// is compared with.
-	memo   map[memoKey]memoEntry
+	memo   *memoTable
 	wholes map[memoKey]fingerprint
 	// idle holds the parents found with nothing to do, by UID and
 	// resourceVersion, with the children compared; idleExternal, for each
 	// of them, the versions of the external objects it read
 	// (externalVersions).
-	idle         map[memoKey]idleParent
+	idle         *idleTable
 	idleExternal map[memoKey]string
 	// taken holds the children whose name was found to be an object
 	// resyncd may not write.
@@ -49,12 +45,13 @@ type memory struct {
 	announced map[types.UID]string
 }
 
-// newMemory returns an empty memory, its maps sized after last's.
+// newMemory returns the memory of the pass after last's: empty but for
+// memo and idle, which it shares with last.
 func newMemory(last *memory) *memory {
 	m := &memory{noops: map[noopKey]bool{}, taken: map[childKey]bool{}, repaired: map[childKey]bool{}, announced: map[types.UID]string{},
 		idleExternal: map[memoKey]string{}, wholes: map[memoKey]fingerprint{}}
 	if last == nil {
-		m.memo, m.idle = map[memoKey]memoEntry{}, map[memoKey]idleParent{}
+		m.memo, m.idle = &memoTable{}, &idleTable{}
 		return m
 	}
 	m.pass = last.pass + 1
@@ -71,8 +68,8 @@ type idleParent struct {
 
 // sweep drops from memo and idle what this pass did not read again.
 func (m *memory) sweep() {
-	maps.DeleteFunc(m.memo, func(_ memoKey, e memoEntry) bool { return e.pass != m.pass })
-	maps.DeleteFunc(m.idle, func(_ memoKey, p idleParent) bool { return p.pass != m.pass })
+	m.memo.sweep(m.pass)
+	m.idle.sweep(m.pass)
 }
 
 // lessons are what one job's writes, and its dry-runs, teach the next

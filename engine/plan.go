@@ -343,7 +343,7 @@ func (pl *passPlan) parent(ctx context.Context, p *unstructured.Unstructured, w 
 	if e.cfg.DriftCheck != config.DriftCheckServer && !e.keepFields && len(j.taken)+len(j.held)+len(j.refused) == 0 {
 		if idle, ok := idleOf(j.synced, mine); ok {
 			key := versionOf(p.GetUID(), p.GetResourceVersion())
-			rs.next.idle[key] = idleParent{pass: rs.next.pass, children: idle}
+			rs.next.idle.set(key, idleParent{pass: rs.next.pass, children: idle})
 			if rs.externals != nil {
 				rs.next.idleExternal[key] = externalVersions(j.external)
 			}
@@ -383,7 +383,7 @@ func (pl *passPlan) orphaned(c *liveChild) bool {
 func (e *Engine) stillIdle(rs *resourceState, p *unstructured.Unstructured, live func(childKey) *liveChild,
 	mine []*liveChild, claimed claimSet, rep *ResourceReport, ext externalRead) bool {
 	key := versionOf(p.GetUID(), p.GetResourceVersion())
-	last, ok := rs.mem.idle[key]
+	last, ok := rs.mem.idle.get(key)
 	synced := last.children
 	if !ok || len(synced) != len(mine) {
 		return false
@@ -414,7 +414,7 @@ func (e *Engine) stillIdle(rs *resourceState, p *unstructured.Unstructured, live
 			rs.next.noops[k] = true // a remembered no-op carried on
 		}
 	}
-	rs.next.idle[key] = idleParent{pass: rs.next.pass, children: synced}
+	rs.next.idle.set(key, idleParent{pass: rs.next.pass, children: synced})
 	return true
 }
 
@@ -876,8 +876,8 @@ func (rs *resourceState) pruneOrder(prunes []*op) {
 // and is kept while live is unchanged.
 func (rs *resourceState) notePosition(live *liveChild, i int) {
 	key := versionOf(live.uid, live.resourceVersion)
-	if m, ok := rs.next.memo[key]; ok && m.position != int32(i+1) {
+	if m, ok := rs.next.memo.get(key); ok && m.position != int32(i+1) {
 		m.position = int32(i + 1)
-		rs.next.memo[key] = m
+		rs.next.memo.set(key, m)
 	}
 }

@@ -245,13 +245,13 @@ func TestIdleParentsRemembered(t *testing.T) {
 	h.sync()
 	h.sync()
 	rs := h.engine.resources[0]
-	if len(rs.mem.idle) != 1 {
-		t.Fatalf("after a pass with nothing to do, %d parents remembered as idle, want 1", len(rs.mem.idle))
+	if rs.mem.idle.len() != 1 {
+		t.Fatalf("after a pass with nothing to do, %d parents remembered as idle, want 1", rs.mem.idle.len())
 	}
 	// A renderer that fails shows whether the parent is rendered again.
 	rs.renderer = failingRenderer{rs.renderer}
-	if rep := h.sync(); rep.InSync != 2 || rep.Stalled != 0 || len(rs.mem.idle) != 1 {
-		t.Fatalf("unchanged parent: %+v, %d idle; want 2 in sync and no rendering", rep, len(rs.mem.idle))
+	if rep := h.sync(); rep.InSync != 2 || rep.Stalled != 0 || rs.mem.idle.len() != 1 {
+		t.Fatalf("unchanged parent: %+v, %d idle; want 2 in sync and no rendering", rep, rs.mem.idle.len())
 	}
 	rs.renderer = rs.renderer.(failingRenderer).Renderer
 

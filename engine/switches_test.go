@@ -203,7 +203,7 @@ func TestPruneOff(t *testing.T) {
 		}
 	}
 	h.mustGet(hpas, ns, "scaled")
-	if n := len(h.engine.resources[0].mem.idle); n != 1 {
+	if n := h.engine.resources[0].mem.idle.len(); n != 1 {
 		t.Errorf("%d parents idle, want 1: a parent with an orphan left by prune: false is rendered every pass", n)
 	}
 }
