@@ -201,9 +201,11 @@ scraped before and after each run and restricted to the four collections the
 contenders use. The server's own requests to them are not told apart: its
 ClusterIP repair loop LISTs every Service every 3 minutes and watches them, so
 a run that spans one counts one more LIST, or the WATCH it ended, with its
-events' bytes. Medians hide it; the steady pass's request target, judged on
-the most of any pass, does not, and its row shows that pass's requests beside
-the median's. Discovery is left out (a few requests at each process start).
+events' bytes. Medians hide it; the steady pass's request target is judged on
+the most of any pass, and its row shows that pass's requests beside the
+median's. A LIST of the server's counts against resyncd there; a WATCH does
+not, since resyncd opens none (its chart grants it no watch verb), and the
+row names it apart. Discovery is left out (a few requests at each process start).
 The API server records no size for write responses. The server's LIST
 seconds are the sum of
 ` + "`apiserver_request_duration_seconds`" + ` over the run's LISTs of those collections: the

@@ -105,14 +105,32 @@ func TestChurnCrossover(t *testing.T) {
 // TestRequestsGot: the steady pass's requests show the most of any pass
 // where it differs from the median, since the target is judged on it.
 func TestRequestsGot(t *testing.T) {
-	same := steadyFig{Requests: statOf([]float64{8, 8, 8}), Lists: statOf([]float64{8, 8, 8}), Writes: statOf([]float64{0, 0, 0}), Watches: statOf([]float64{0, 0, 0})}
-	if got, want := requestsGot(same), "8 requests, 8 LIST, 0 writes"; got != want {
-		t.Errorf("passes alike: %q, want %q", got, want)
+	passes := func(ts ...Traffic) steadyFig {
+		var ss []*Sample
+		for i, t := range ts {
+			ss = append(ss, &Sample{Contender: resyncdName, Rep: i + 1, Phase: "steady", PassSeconds: 1, Traffic: t})
+		}
+		return trafficFig(ss, resyncdName, "steady")
 	}
-	watched := same
-	watched.Requests, watched.Watches = statOf([]float64{9, 8, 8}), statOf([]float64{1, 0, 0})
-	if got, want := requestsGot(watched), "8 requests, 8 LIST, 0 writes; at most 9 requests, 8 LIST, 0 writes, 1 WATCH"; got != want {
-		t.Errorf("one pass with a WATCH: %q, want %q", got, want)
+	met := func(st steadyFig) bool {
+		return targets(sizeSummary{N: 1000, Steady: map[string]steadyFig{resyncdName: st}})[0].Met
+	}
+	lists := Traffic{Requests: 8, Lists: 8, ListSeconds: 1}
+	same := passes(lists, lists, lists)
+	if got, want := requestsGot(same), "8 requests, 8 LIST, 0 writes"; got != want || !met(same) {
+		t.Errorf("passes alike: %q (met: %v), want %q, met", got, met(same), want)
+	}
+	watched := passes(Traffic{Requests: 9, Lists: 8, Watches: 1, ListSeconds: 1}, lists, lists)
+	if got, want := requestsGot(watched), "8 requests, 8 LIST, 0 writes; beside them 1 WATCH in a pass, not resyncd's"; got != want || !met(watched) {
+		t.Errorf("one pass with another client's WATCH: %q (met: %v), want %q, met", got, met(watched), want)
+	}
+	got := passes(Traffic{Requests: 9, Lists: 8, Gets: 1, ListSeconds: 1}, lists, lists)
+	if want := "8 requests, 8 LIST, 0 writes; at most 9 requests, 8 LIST, 0 writes"; requestsGot(got) != want || met(got) {
+		t.Errorf("one pass with a GET: %q (met: %v), want %q, not met", requestsGot(got), met(got), want)
+	}
+	many := passes(Traffic{Requests: 10, Lists: 10, ListSeconds: 1}, lists, lists)
+	if met(many) {
+		t.Errorf("one pass of 10 LIST at N = 1,000 (at most 9): met")
 	}
 }
 

@@ -125,6 +125,11 @@ type sizeSummary struct {
 
 type steadyFig struct {
 	Requests, Lists, Writes, DryRuns, Watches, Bytes, Pass stat
+	// Polled is each pass's requests but WATCHes, which resyncd never
+	// opens (its chart grants it no watch verb) and the API server's own
+	// Service informer adds now and then; Other, those neither LIST nor
+	// WATCH.
+	Polled, Other stat
 	// Server is the API server's own time serving the LISTs.
 	Server stat
 	// OverServer is each pass against the server's time serving its LISTs
@@ -165,6 +170,8 @@ func trafficFig(ss []*Sample, c, phase string) steadyFig {
 		Writes:   t(Traffic.Writes),
 		DryRuns:  t(func(t Traffic) float64 { return t.DryRuns }),
 		Watches:  t(func(t Traffic) float64 { return t.Watches }),
+		Polled:   t(func(t Traffic) float64 { return t.Requests - t.Watches }),
+		Other:    t(func(t Traffic) float64 { return t.Requests - t.Watches - t.Lists }),
 		Bytes:    t(func(t Traffic) float64 { return t.Bytes }),
 		Server:   t(func(t Traffic) float64 { return t.ListSeconds }),
 		Pass:     pick(ss, c, phase, func(s *Sample) float64 { return s.PassSeconds }),
@@ -263,17 +270,18 @@ func (z sizeSummary) measured(cs ...string) []string {
 	})
 }
 
-// requestsGot is the steady pass's requests: the median pass's and, where
-// another pass's differ, the most of any, which the target is judged on;
-// with any WATCH, since the API server counts other clients' requests to
-// the same collections too.
+// requestsGot is the steady pass's requests but WATCHes: the median
+// pass's and, where another pass's differ, the most of any, which the
+// target is judged on; and any WATCH the API server counted beside them,
+// which the target is not judged on: resyncd opens none, and the server
+// counts other clients' requests to the same collections too.
 func requestsGot(st steadyFig) string {
-	got := fmt.Sprintf("%.0f requests, %.0f LIST, %.0f writes", st.Requests.Median, st.Lists.Median, st.Writes.Median)
-	if st.Requests.Max != st.Requests.Median || st.Lists.Max != st.Lists.Median || st.Writes.Max != st.Writes.Median {
-		got += fmt.Sprintf("; at most %.0f requests, %.0f LIST, %.0f writes", st.Requests.Max, st.Lists.Max, st.Writes.Max)
+	got := fmt.Sprintf("%.0f requests, %.0f LIST, %.0f writes", st.Polled.Median, st.Lists.Median, st.Writes.Median)
+	if st.Polled.Max != st.Polled.Median || st.Lists.Max != st.Lists.Median || st.Writes.Max != st.Writes.Median {
+		got += fmt.Sprintf("; at most %.0f requests, %.0f LIST, %.0f writes", st.Polled.Max, st.Lists.Max, st.Writes.Max)
 	}
 	if st.Watches.Max > 0 {
-		got += fmt.Sprintf(", %.0f WATCH", st.Watches.Max)
+		got += fmt.Sprintf("; beside them %.0f WATCH in a pass, not resyncd's", st.Watches.Max)
 	}
 	return got
 }
@@ -286,7 +294,7 @@ func targets(z sizeSummary) []target {
 		What: "steady pass: requests, all LIST, no write",
 		Want: fmt.Sprintf("≤ %.0f, all LIST, 0 writes", limit),
 		Got:  requestsGot(st),
-		Met:  st.Requests.Max <= limit && st.Requests.Max == st.Lists.Max && st.Writes.Max == 0,
+		Met:  st.Polled.Max <= limit && st.Other.Max == 0 && st.Writes.Max == 0,
 	})
 	rf := ratio(z.Cold[resyncdName], z.Cold[floorName])
 	ts = append(ts, target{What: "cold convergence against the raw-SSA floor", Want: "≤ 1.1×",
