@@ -63,7 +63,7 @@ func (e *Engine) recordFights(j *job) {
 	if e.events == nil || j.withheld != "" {
 		return
 	}
-	for _, k := range j.fights {
+	for _, k := range j.rare().fights {
 		e.events.Eventf(j.parent, nil, corev1.EventTypeWarning, "DriftRecurring", "Repair",
 			"%s was changed by another writer in %d passes in a row; resyncd puts it back once per pass. "+
 				"To find the writer: kubectl get %s %s -n %s --show-managed-fields -o yaml",

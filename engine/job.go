@@ -83,37 +83,20 @@ type job struct {
 	priority int32
 	ops      []*op
 	prunes   []*op
-	checks   []*op         // driftCheck server: children to dry-run
 	synced   []syncedChild // children found in sync
-	fights   []childKey    // children changed by another writer fightPasses passes in a row
 
 	children []*liveChild // live children, for the status
-	// inputs are the live children the parent was rendered with; waiting
-	// the children its renderer left waiting for others.
+	// inputs are the live children the parent was rendered with.
 	inputs  []desired.Child
-	waiting []desired.Waiting
-	// waitingLive are the live children that may be ones waiting, planned
-	// within the job once what they wait for is written.
-	waitingLive []*liveChild
-	// blocked are the children the plan found taken or refused, and those
-	// that refer to one; nil when there is none.
-	blocked map[childKey]blockage
-	// external is what was found for the parent's external references.
-	external []desired.External
-	failure  *desired.Failure
-	taken    []string // why each child whose name is someone else's is not written
-	// actsOnTaken are the children not written because they refer to an
-	// object of someone else's: one made before is pruned all the same.
-	actsOnTaken []childKey
-	// refused are the children not written because they would be outside
-	// the parent's namespace where the watched resource does not allow it.
-	refused []desired.Failure
+	failure *desired.Failure
 	// statusFields are the top-level status fields resyncd's field manager
 	// owns on the parent: one the status no longer has must be removed.
 	statusFields []string
-	held         []Held // children with resyncd.io/reconcile: disabled
 	withheld     Withheld
 	since        time.Time // first sighting of its oldest drift
+	// extra is what few jobs have (rare for reading it, more for adding
+	// to it); nil for the others.
+	extra *jobExtra
 	// outcomes are what its writes came to; recounted, the children
 	// counted again as the job rendered its parent again (replan); stalled,
 	// that its status showed a permanent error; learnt, what its writes
@@ -124,6 +107,57 @@ type job struct {
 	learnt    lessons
 	pending   int
 	applied   bool
+}
+
+// jobExtra is what a job has only in some modes or for some parents: a
+// pass may hold thousands of jobs, most of which have none of it.
+type jobExtra struct {
+	checks []*op      // driftCheck server: children to dry-run
+	fights []childKey // children changed by another writer fightPasses passes in a row
+	// waiting are the children the renderer left waiting for others;
+	// waitingLive the live children that may be ones waiting, planned
+	// within the job once what they wait for is written.
+	waiting     []desired.Waiting
+	waitingLive []*liveChild
+	// blocked are the children the plan found taken or refused, and those
+	// that refer to one; nil when there is none.
+	blocked map[childKey]blockage
+	// external is what was found for the parent's external references.
+	external []desired.External
+	taken    []string // why each child whose name is someone else's is not written
+	// actsOnTaken are the children not written because they refer to an
+	// object of someone else's: one made before is pruned all the same.
+	actsOnTaken []childKey
+	// refused are the children not written because they would be outside
+	// the parent's namespace where the watched resource does not allow it.
+	refused []desired.Failure
+	held    []Held // children with resyncd.io/reconcile: disabled
+}
+
+// noExtra is the extra of a job that has none, to read.
+var noExtra jobExtra
+
+// rare is j's extra, to read: empty if it has none.
+func (j *job) rare() *jobExtra {
+	if j.extra == nil {
+		return &noExtra
+	}
+	return j.extra
+}
+
+// more is j's extra, made if it has none yet, to add to.
+func (j *job) more() *jobExtra {
+	if j.extra == nil {
+		j.extra = &jobExtra{}
+	}
+	return j.extra
+}
+
+// setWaiting keeps what the renderer left waiting.
+func (j *job) setWaiting(w []desired.Waiting) {
+	if len(w) > 0 || j.extra != nil {
+		j.more().waiting = w
+	}
 }
 
 // orphans says j is the pass's job of orphans, which has no parent.
@@ -168,10 +202,8 @@ func (j *job) unpack() error {
 // of the pass.
 func (j *job) release() {
 	j.parent, j.packed = nil, nil
-	j.ops, j.prunes, j.checks, j.fights = nil, nil, nil, nil
-	j.synced, j.children, j.inputs, j.waiting, j.waitingLive = nil, nil, nil, nil, nil
-	j.blocked, j.external, j.taken, j.actsOnTaken, j.refused = nil, nil, nil, nil, nil
-	j.statusFields, j.held = nil, nil
+	j.ops, j.prunes, j.synced, j.children, j.inputs = nil, nil, nil, nil, nil
+	j.statusFields, j.extra = nil, nil
 }
 
 func (j *job) class() int {
@@ -189,7 +221,7 @@ func (j *job) class() int {
 // kind whose name and namespace are k's or not known yet. Such a child is
 // not pruned, since the one that waits may be it.
 func (j *job) waits(k childKey) bool {
-	for _, w := range j.waiting {
+	for _, w := range j.rare().waiting {
 		if w.Group == k.Group && w.Kind == k.Kind && (w.Name == "" || w.Name == k.Name) && (w.Namespace == "" || w.Namespace == k.Namespace) {
 			return true
 		}
@@ -199,7 +231,7 @@ func (j *job) waits(k childKey) bool {
 
 func hasChecks(jobs []*job) bool {
 	for _, j := range jobs {
-		if len(j.checks) > 0 {
+		if len(j.rare().checks) > 0 {
 			return true
 		}
 	}

@@ -44,14 +44,14 @@ func (k childKey) less(o childKey) bool {
 // the object is dropped as its page is read.
 type liveChild struct {
 	key             childKey
-	gvr             schema.GroupVersionResource
+	gvr             unique.Handle[schema.GroupVersionResource]
 	uid             types.UID
 	resourceVersion string
 	generation      int64
 	// controller is the UID of the controller ownerReference, of the kind
 	// controllerGK; empty when nobody controls the child.
 	controller     types.UID
-	controllerGK   schema.GroupKind
+	controllerGK   unique.Handle[schema.GroupKind]
 	controllerName string
 	// parentKind and parentName are the child's resyncd.io/parent-kind and
 	// resyncd.io/parent labels: who it belongs to once the garbage
@@ -164,7 +164,16 @@ func (c *liveChild) keptObject() map[string]any {
 
 // controlledBy says whether a parent of kind gvk controls c.
 func (c *liveChild) controlledBy(gvk schema.GroupVersionKind) bool {
-	return c.controller != "" && c.controllerGK == gvk.GroupKind()
+	return c.controller != "" && c.controllerKind() == gvk.GroupKind()
+}
+
+// controllerKind is the group and kind of c's controller; empty when
+// nobody controls it.
+func (c *liveChild) controllerKind() schema.GroupKind {
+	if c.controllerGK == (unique.Handle[schema.GroupKind]{}) {
+		return schema.GroupKind{}
+	}
+	return c.controllerGK.Value()
 }
 
 // parentNS is the namespace of c's parent: its parent-namespace label,
@@ -300,7 +309,7 @@ func (o *owner) reduceChild(u *unstructured.Unstructured, gvr schema.GroupVersio
 	k := keyOf(u)
 	c := &liveChild{
 		key:             childKey{Group: intern(k.Group), Kind: intern(k.Kind), Namespace: intern(k.Namespace), Name: k.Name},
-		gvr:             gvr,
+		gvr:             unique.Make(gvr),
 		uid:             u.GetUID(),
 		resourceVersion: u.GetResourceVersion(),
 		generation:      u.GetGeneration(),
@@ -415,7 +424,7 @@ func markCreated(d *unstructured.Unstructured, created bool) {
 func (c *liveChild) identify(u *unstructured.Unstructured) {
 	for _, ref := range u.GetOwnerReferences() {
 		if ref.Controller != nil && *ref.Controller {
-			c.controller, c.controllerGK, c.controllerName = ref.UID, schema.GroupKind{Group: intern(groupOf(ref.APIVersion)), Kind: intern(ref.Kind)}, ref.Name
+			c.controller, c.controllerGK, c.controllerName = ref.UID, unique.Make(schema.GroupKind{Group: groupOf(ref.APIVersion), Kind: ref.Kind}), ref.Name
 		}
 	}
 	l := u.GetLabels()

@@ -44,7 +44,7 @@ func (c *liveChild) claimBy(p *unstructured.Unstructured, gk schema.GroupKind) c
 	switch {
 	case c.controller != "" && c.controller == p.GetUID():
 		return claimMine
-	case c.labelled && c.controller != "" && c.controllerGK == gk && c.controllerName == p.GetName() && c.key.Namespace == p.GetNamespace():
+	case c.labelled && c.controller != "" && c.controllerKind() == gk && c.controllerName == p.GetName() && c.key.Namespace == p.GetNamespace():
 		return claimPredecessor
 	case c.controller != "":
 		return claimTaken
@@ -100,7 +100,7 @@ func takenMessage(c *liveChild, p *unstructured.Unstructured, gk schema.GroupKin
 func (c *liveChild) managedBy() string {
 	switch {
 	case c.controller != "":
-		return fmt.Sprintf("controlled by %s %s", c.controllerGK.Kind, c.controllerName)
+		return fmt.Sprintf("controlled by %s %s", c.controllerKind().Kind, c.controllerName)
 	case len(c.managers()) > 0:
 		return "field managers: " + strings.Join(c.managers(), ", ")
 	case !c.labelled:

@@ -3,6 +3,7 @@ package engine
 import (
 	"strings"
 	"testing"
+	"unique"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -234,7 +235,7 @@ func TestClaimBy(t *testing.T) {
 		{"adopted: its parent again", adopted, parent("payments", "u3"), hsvc, claimMine},
 		{"adopted: another parent of the kind", adopted, parent("billing", "u2"), hsvc, claimTaken},
 		{"adopted: a parent of another kind", adopted, parent("payments", "u4"), webapp, claimTaken},
-		{"another controller, adopt naming the parent", liveChild{controller: "x", controllerGK: schema.GroupKind{Kind: "ConfigMap"},
+		{"another controller, adopt naming the parent", liveChild{controller: "x", controllerGK: unique.Make(schema.GroupKind{Kind: "ConfigMap"}),
 			rare: &liveRare{adopt: "HttpService.resyncd.io/payments"}}, parent("payments", "u1"), hsvc, claimTaken},
 		{"controlled by the parent", liveChild{controller: "u1", labelled: true}, parent("payments", "u1"), hsvc, claimMine},
 		{"no label, no annotation", liveChild{}, parent("payments", "u1"), hsvc, claimTaken},
@@ -246,7 +247,7 @@ func TestClaimBy(t *testing.T) {
 		{"outside: the child of a parent of the name in that namespace", liveChild{key: childKey{Namespace: "shared"}, labelled: true,
 			parentKind: "HttpService.resyncd.io", parentName: "payments"}, inTeamA(parent("payments", "u1")), hsvc, claimTaken},
 		{"outside: controlled by a parent of the kind and name there", liveChild{key: childKey{Namespace: "shared"}, labelled: true, controller: "u9",
-			controllerGK: hsvc, controllerName: "payments"}, inTeamA(parent("payments", "u1")), hsvc, claimTaken},
+			controllerGK: unique.Make(hsvc), controllerName: "payments"}, inTeamA(parent("payments", "u1")), hsvc, claimTaken},
 		{"outside: adopt without the parent's namespace", liveChild{key: childKey{Namespace: "shared"}, rare: &liveRare{adopt: "HttpService.resyncd.io/payments"}},
 			inTeamA(parent("payments", "u1")), hsvc, claimTaken},
 		{"outside: adopt with the parent's namespace", liveChild{key: childKey{Namespace: "shared"}, rare: &liveRare{adopt: "HttpService.resyncd.io/team-a/payments"}},

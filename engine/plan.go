@@ -331,7 +331,7 @@ func (pl *passPlan) parent(ctx context.Context, p *unstructured.Unstructured, w 
 	e.planUnrendered(rs, j, mine, claimed, pl.seenDrift, pl.now, rep)
 	if !e.idle(rs, j) {
 		j.synced = nil // read only to remember an idle parent (idleOf)
-		if len(j.checks) == 0 && !e.keepFields {
+		if len(j.rare().checks) == 0 && !e.keepFields {
 			// Nothing reads the parent again before its job runs, but
 			// the dry-runs of checkOnServer.
 			j.pack()
@@ -340,12 +340,12 @@ func (pl *passPlan) parent(ctx context.Context, p *unstructured.Unstructured, w 
 		return nil
 	}
 	j.fold(rs.next, rep) // the no-ops its plan relied on
-	if e.cfg.DriftCheck != config.DriftCheckServer && !e.keepFields && len(j.taken)+len(j.held)+len(j.refused) == 0 {
+	if x := j.rare(); e.cfg.DriftCheck != config.DriftCheckServer && !e.keepFields && len(x.taken)+len(x.held)+len(x.refused) == 0 {
 		if idle, ok := idleOf(j.synced, mine); ok {
 			key := versionOf(p.GetUID(), p.GetResourceVersion())
 			rs.next.idle.set(key, idleParent{pass: rs.next.pass, children: idle})
 			if rs.externals != nil {
-				rs.next.idleExternal[key] = externalVersions(j.external)
+				rs.next.idleExternal[key] = externalVersions(j.rare().external)
 			}
 		}
 	}
@@ -450,7 +450,7 @@ func (e *Engine) planPrune(rs *resourceState, j *job, c *liveChild, seenDrift ma
 	}
 	if c.hold {
 		if j.parent != nil {
-			j.held = append(j.held, Held{Object: c.key.String(), Drifted: true})
+			j.more().held = append(j.rare().held, Held{Object: c.key.String(), Drifted: true})
 		}
 		return
 	}
@@ -459,7 +459,7 @@ func (e *Engine) planPrune(rs *resourceState, j *job, c *liveChild, seenDrift ma
 	if c.pruneOff || (c.unowned() && !c.madeOutside()) {
 		kind = OpRelease
 	}
-	j.prunes = append(j.prunes, &op{kind: kind, key: c.key, gvr: c.gvr, live: c})
+	j.prunes = append(j.prunes, &op{kind: kind, key: c.key, gvr: c.gvr.Value(), live: c})
 }
 
 // planUnrendered prunes the children of j's parent that it no longer
@@ -474,12 +474,12 @@ func (e *Engine) planUnrendered(rs *resourceState, j *job, mine []*liveChild, cl
 	if j.failure != nil {
 		return
 	}
-	held := len(j.refused)+len(j.taken) > 0
+	held := len(j.rare().refused)+len(j.rare().taken) > 0
 	for _, c := range mine {
 		if claimed.has(c.key) || !c.controlledBy(rs.parentGVK) && !c.unowned() || j.waits(c.key) {
 			continue
 		}
-		actsOnTaken := slices.Contains(j.actsOnTaken, c.key)
+		actsOnTaken := slices.Contains(j.rare().actsOnTaken, c.key)
 		if held && !actsOnTaken {
 			continue
 		}
@@ -494,7 +494,7 @@ func (e *Engine) planUnrendered(rs *resourceState, j *job, mine []*liveChild, cl
 // idle says whether j has nothing to do: no write, no check, nothing
 // pending or failed, and a status that would not change.
 func (e *Engine) idle(rs *resourceState, j *job) bool {
-	if len(j.ops)+len(j.prunes)+len(j.checks)+len(j.fights) > 0 || j.failure != nil || j.pending > 0 {
+	if len(j.ops)+len(j.prunes)+len(j.rare().checks)+len(j.rare().fights) > 0 || j.failure != nil || j.pending > 0 {
 		return false
 	}
 	st, err := status(rs, j.parent, e.observe(j))
@@ -517,17 +517,19 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, liv
 		j.withheld = WithheldWarn
 	}
 	j.inputs = summaries(mine)
-	j.external = ext.found
+	if len(ext.found) > 0 {
+		j.more().external = ext.found
+	}
 	if ext.failure != nil {
 		j.failure = ext.failure
 		return j
 	}
-	g, err := e.render(rs, p, j.inputs, j.external)
+	g, err := e.render(rs, p, j.inputs, j.rare().external)
 	if err != nil {
 		j.failure = renderFailure(err)
 		return j
 	}
-	j.waiting = g.Waiting
+	j.setWaiting(g.Waiting)
 	cp := &childPlanner{e: e, rs: rs, j: j, claimed: claimed, seenDrift: seenDrift, now: now, rep: rep,
 		blocked: map[childKey]blockage{}, live: live}
 	keys, fed := cp.index(g)
@@ -540,14 +542,14 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, liv
 		}
 	}
 	if len(cp.blocked) > 0 {
-		j.blocked = cp.blocked
+		j.more().blocked = cp.blocked
 	}
-	if len(j.waiting) > 0 {
+	if len(j.rare().waiting) > 0 {
 		// The live children that wait for another: the job plans them
 		// when what they wait for is written (replan).
 		for _, c := range mine {
 			if j.waits(c.key) {
-				j.waitingLive = append(j.waitingLive, c)
+				j.more().waitingLive = append(j.rare().waitingLive, c)
 			}
 		}
 	}
@@ -627,7 +629,7 @@ func (cp *childPlanner) plan(g desired.Graph, keys []childKey, fed []bool, i int
 			// is not written either.
 			cp.blocked[k] = blockage{reason: refusal.Reason}
 			rep.count(k.Kind, stateTaken)
-			j.refused = append(j.refused, *refusal)
+			j.more().refused = append(j.rare().refused, *refusal)
 			return true
 		}
 	}
@@ -637,9 +639,9 @@ func (cp *childPlanner) plan(g desired.Graph, keys []childKey, fed []bool, i int
 		// one that refers to a refused child is kept as it is.
 		why := cp.blocked[*b]
 		cp.blocked[k] = blockage{reason: why.reason, dependent: true}
-		j.taken = append(j.taken, refersToBlocked(k, *b, why))
+		j.more().taken = append(j.rare().taken, refersToBlocked(k, *b, why))
 		if why.reason == ReasonNameTaken {
-			j.actsOnTaken = append(j.actsOnTaken, k)
+			j.more().actsOnTaken = append(j.rare().actsOnTaken, k)
 		}
 		return true
 	}
@@ -686,7 +688,7 @@ func (cp *childPlanner) plan(g desired.Graph, keys []childKey, fed []bool, i int
 		cp.claimed.unset(k) // an orphan of a deleted parent is still pruned
 		cp.blocked[k] = blockage{reason: ReasonNameTaken}
 		rep.count(k.Kind, stateTaken)
-		j.taken = append(j.taken, takenMessage(live, p, rs.parentGVK.GroupKind()))
+		j.more().taken = append(j.rare().taken, takenMessage(live, p, rs.parentGVK.GroupKind()))
 		return true
 	case live.hold:
 		e.planHeld(rs, j, k, live, d, norm, mismatch, rep)
@@ -697,7 +699,7 @@ func (cp *childPlanner) plan(g desired.Graph, keys []childKey, fed []bool, i int
 		cp.claimed.unset(k)
 		cp.blocked[k] = blockage{reason: ReasonNameTaken}
 		rep.count(k.Kind, stateOrphaned)
-		j.taken = append(j.taken, fmt.Sprintf("%s was made for an earlier parent of this name; prune is off for this resource, so resyncd does not delete it: delete it to let this parent have its own", k))
+		j.more().taken = append(j.rare().taken, fmt.Sprintf("%s was made for an earlier parent of this name; prune is off for this resource, so resyncd does not delete it: delete it to let this parent have its own", k))
 		return true
 	case verdict == claimPredecessor:
 		// Left by an earlier parent of the same name: remove it first;
@@ -710,7 +712,7 @@ func (cp *childPlanner) plan(g desired.Graph, keys []childKey, fed []bool, i int
 	case !cp.inJob && e.cfg.DriftCheck == config.DriftCheckServer, mismatch && (e.readOnly || j.withheld != ""):
 		// Settled by a dry-run in checkOnServer, and counted there: in
 		// server mode always; otherwise when no write may settle it.
-		j.checks = append(j.checks, &op{kind: OpUpdate, key: k, gvr: gvr, desired: e.kept(d), fp: fp, live: live, norm: e.keptNorm(norm), unowned: unowned, created: created})
+		j.more().checks = append(j.rare().checks, &op{kind: OpUpdate, key: k, gvr: gvr, desired: e.kept(d), fp: fp, live: live, norm: e.keptNorm(norm), unowned: unowned, created: created})
 		j.children = append(j.children, live)
 		return true
 	case mismatch:
@@ -720,7 +722,7 @@ func (cp *childPlanner) plan(g desired.Graph, keys []childKey, fed []bool, i int
 		j.ops = append(j.ops, &op{kind: OpUpdate, key: k, gvr: gvr, desired: cp.desired(d), fp: fp, live: live, needs: needs, feeds: fed[i], unowned: unowned, created: created})
 		j.children = append(j.children, live)
 		if cp.seenDrift != nil && nextDrift(rs, k, cp.now).fights == fightPasses-1 {
-			j.fights = append(j.fights, k)
+			j.more().fights = append(j.rare().fights, k)
 		}
 	default:
 		rep.count(k.Kind, stateInSync)
@@ -753,7 +755,7 @@ func (cp *childPlanner) desired(d *unstructured.Unstructured) *unstructured.Unst
 func (e *Engine) planHeld(rs *resourceState, j *job, k childKey, live *liveChild, d *unstructured.Unstructured,
 	norm map[string]any, drifted bool, rep *ResourceReport) {
 	j.children = append(j.children, live)
-	j.held = append(j.held, Held{Object: k.String(), Drifted: drifted})
+	j.more().held = append(j.rare().held, Held{Object: k.String(), Drifted: drifted})
 	if !drifted {
 		rep.count(k.Kind, stateInSync)
 		return

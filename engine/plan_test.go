@@ -121,10 +121,10 @@ func describe(jobs []*job) []string {
 		for _, o := range append(append([]*op{}, j.ops...), j.prunes...) {
 			parts = append(parts, string(o.kind)+" "+o.key.String())
 		}
-		for _, h := range j.held {
+		for _, h := range j.rare().held {
 			parts = append(parts, fmt.Sprintf("held %s (drifted %v)", h.Object, h.Drifted))
 		}
-		for _, tk := range j.taken {
+		for _, tk := range j.rare().taken {
 			parts = append(parts, "taken "+strings.SplitN(tk, " exists", 2)[0])
 		}
 		if j.withheld != "" {

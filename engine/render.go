@@ -104,7 +104,7 @@ func (e *Engine) learnParentKind(rs *resourceState) error {
 // alone, so it gives what the plan compared.
 func (e *Engine) materialize(rs *resourceState, j *job) error {
 	var missing []*op
-	for _, o := range slices.Concat(j.ops, j.checks) {
+	for _, o := range slices.Concat(j.ops, j.rare().checks) {
 		if o.kind != OpDelete && o.desired == nil {
 			missing = append(missing, o)
 		}
@@ -112,7 +112,7 @@ func (e *Engine) materialize(rs *resourceState, j *job) error {
 	if len(missing) == 0 || j.parent == nil {
 		return nil
 	}
-	g, err := e.render(rs, j.parent, j.inputs, j.external)
+	g, err := e.render(rs, j.parent, j.inputs, j.rare().external)
 	if err != nil {
 		return err
 	}

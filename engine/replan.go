@@ -22,12 +22,12 @@ import (
 func (e *Engine) replan(r *run, j *job, at int, written map[childKey]bool, taken map[childKey]blockage) {
 	rs := r.rs
 	j.inputs = writtenInputs(j.inputs, j.children, written)
-	g, err := e.render(rs, j.parent, j.inputs, j.external)
+	g, err := e.render(rs, j.parent, j.inputs, j.rare().external)
 	if err != nil {
 		j.failure = renderFailure(err)
 		return
 	}
-	j.waiting = g.Waiting
+	j.setWaiting(g.Waiting)
 	var rep ResourceReport
 	// The decisions not yet carried out are taken back, and made again
 	// from the new render.
@@ -37,7 +37,7 @@ func (e *Engine) replan(r *run, j *job, at int, written map[childKey]bool, taken
 		rep.uncount(o.key.Kind, stateOf(o.kind))
 	}
 	j.ops = j.ops[: at+1 : at+1]
-	blocked := maps.Clone(j.blocked)
+	blocked := maps.Clone(j.rare().blocked)
 	if blocked == nil {
 		blocked = map[childKey]blockage{}
 	}
@@ -45,7 +45,7 @@ func (e *Engine) replan(r *run, j *job, at int, written map[childKey]bool, taken
 	// The live children as the job knows them now, before the decisions
 	// taken back drop them from j.children.
 	lives := map[childKey]*liveChild{}
-	for _, c := range slices.Concat(j.waitingLive, j.children) {
+	for _, c := range slices.Concat(j.rare().waitingLive, j.children) {
 		lives[c.key] = c
 	}
 	cp := &childPlanner{e: e, rs: rs, j: j, live: func(k childKey) *liveChild { return lives[k] }, claimed: claimSet{window: map[childKey]bool{}}, blocked: blocked,
@@ -118,5 +118,5 @@ func (j *job) settled(k childKey, live *liveChild, blocked map[childKey]blockage
 		return true
 	}
 	is := func(o *op) bool { return o.key == k }
-	return slices.ContainsFunc(j.prunes, is) || slices.ContainsFunc(j.checks, is)
+	return slices.ContainsFunc(j.prunes, is) || slices.ContainsFunc(j.rare().checks, is)
 }

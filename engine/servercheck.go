@@ -20,14 +20,14 @@ func (e *Engine) checkOnServer(ctx context.Context, rs *resourceState, jobs []*j
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(e.cfg.Apply.Concurrency)
 	for _, j := range jobs {
-		if len(j.checks) == 0 {
+		if len(j.rare().checks) == 0 {
 			continue
 		}
 		g.Go(func() error {
 			if err := e.materialize(rs, j); err != nil {
 				return err
 			}
-			for _, o := range j.checks {
+			for _, o := range j.rare().checks {
 				drifted, err := e.dryRun(gctx, o)
 				if err != nil {
 					if gctx.Err() != nil {
@@ -38,7 +38,7 @@ func (e *Engine) checkOnServer(ctx context.Context, rs *resourceState, jobs []*j
 				}
 				e.settleCheck(rs, j, o, drifted, &mu, rep)
 			}
-			j.checks = nil
+			j.more().checks = nil
 			return nil
 		})
 	}

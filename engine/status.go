@@ -20,18 +20,18 @@ func status(rs *resourceState, p *unstructured.Unstructured, obs Observation) (m
 
 // observe is what the status of j's parent is computed from.
 func (e *Engine) observe(j *job) Observation {
-	obs := Observation{Observation: desired.Observation{Now: e.now(), Failure: j.failure, Applied: j.applied, Waiting: j.waiting,
-		External: j.external}, Pending: j.pending, Withheld: j.withheld, Held: j.held}
+	obs := Observation{Observation: desired.Observation{Now: e.now(), Failure: j.failure, Applied: j.applied, Waiting: j.rare().waiting,
+		External: j.rare().external}, Pending: j.pending, Withheld: j.withheld, Held: j.rare().held}
 	switch {
 	case obs.Failure != nil:
-	case len(j.refused) > 0:
-		msgs := make([]string, 0, len(j.refused)+len(j.taken))
-		for _, r := range j.refused {
+	case len(j.rare().refused) > 0:
+		msgs := make([]string, 0, len(j.rare().refused)+len(j.rare().taken))
+		for _, r := range j.rare().refused {
 			msgs = append(msgs, r.Message)
 		}
-		obs.Failure = &desired.Failure{Reason: j.refused[0].Reason, Message: strings.Join(append(msgs, j.taken...), "; ")}
-	case len(j.taken) > 0:
-		obs.Failure = &desired.Failure{Reason: ReasonNameTaken, Message: strings.Join(j.taken, "; ")}
+		obs.Failure = &desired.Failure{Reason: j.rare().refused[0].Reason, Message: strings.Join(append(msgs, j.rare().taken...), "; ")}
+	case len(j.rare().taken) > 0:
+		obs.Failure = &desired.Failure{Reason: ReasonNameTaken, Message: strings.Join(j.rare().taken, "; ")}
 	}
 	for _, c := range j.children {
 		obs.Children = append(obs.Children, c.summary())

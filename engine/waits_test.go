@@ -58,7 +58,7 @@ func TestWaits(t *testing.T) {
 		{"another kind", desired.Waiting{Group: "apps", Kind: "StatefulSet", Namespace: "team-a", Name: "web"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			j := &job{waiting: []desired.Waiting{tc.w}}
+			j := &job{extra: &jobExtra{waiting: []desired.Waiting{tc.w}}}
 			if got := j.waits(web); got != tc.want {
 				t.Errorf("waits(%s) with %+v = %v, want %v", web, tc.w, got, tc.want)
 			}

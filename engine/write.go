@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
+	"unique"
 
 	"go.uber.org/zap"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -96,7 +97,7 @@ func (e *Engine) runJob(ctx context.Context, r *run, j *job) {
 		o := j.ops[i]
 		if b := blockedBy(o.desired, o.needs, taken); b != nil {
 			taken[o.key] = blockage{reason: ReasonNameTaken, dependent: true}
-			j.taken = append(j.taken, refersToBlocked(o.key, *b, taken[*b]))
+			j.more().taken = append(j.rare().taken, refersToBlocked(o.key, *b, taken[*b]))
 			continue
 		}
 		if !e.admit(r, j, o) {
@@ -108,7 +109,7 @@ func (e *Engine) runJob(ctx context.Context, r *run, j *job) {
 			taken[o.key] = blockage{reason: ReasonNameTaken}
 			continue
 		}
-		if changed && r.rs.keepers[o.gvr] != nil && (o.feeds || len(j.waiting) > 0) {
+		if changed && r.rs.keepers[o.gvr] != nil && (o.feeds || len(j.rare().waiting) > 0) {
 			// What the server returned may be what another child waits
 			// for, or reads: render the parent again and write what it
 			// needs now, in this pass.
@@ -240,7 +241,7 @@ func (e *Engine) settle(r *run, j *job, o *op, result *unstructured.Unstructured
 
 // refresh replaces what the job knows of a child with the write's result.
 func (e *Engine) refresh(rs *resourceState, j *job, o *op, result *unstructured.Unstructured) {
-	c := &liveChild{key: o.key, gvr: o.gvr, uid: result.GetUID(), resourceVersion: result.GetResourceVersion(), generation: result.GetGeneration()}
+	c := &liveChild{key: o.key, gvr: unique.Make(o.gvr), uid: result.GetUID(), resourceVersion: result.GetResourceVersion(), generation: result.GetGeneration()}
 	c.keep(rs.keepers[o.gvr], result)
 	if st, ok := result.Object["status"].(map[string]any); ok {
 		c.status = st
@@ -370,7 +371,7 @@ func (e *Engine) create(ctx context.Context, r *run, j *job, o *op) (*unstructur
 
 // bookTaken records that c's name, which j's parent renders, is taken.
 func (e *Engine) bookTaken(r *run, j *job, c *liveChild, gk schema.GroupKind) {
-	j.taken = append(j.taken, takenMessage(c, j.parent, gk))
+	j.more().taken = append(j.rare().taken, takenMessage(c, j.parent, gk))
 	j.learnt.taken = append(j.learnt.taken, c.key)
 	j.book(outcome{key: c.key, verb: OpCreate, result: resultTaken})
 }
