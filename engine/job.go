@@ -79,6 +79,7 @@ type job struct {
 	// meanwhile, and id names it then.
 	parent   *unstructured.Unstructured
 	packed   []byte
+	dict     *s2.Dict // what packed was compressed against; nil: nothing
 	id       string
 	priority int32
 	ops      []*op
@@ -164,17 +165,29 @@ func (j *job) setWaiting(w []desired.Waiting) {
 func (j *job) orphans() bool { return j.parent == nil && j.packed == nil }
 
 // pack holds the parent as compressed JSON until the job runs: a pass
-// with thousands of jobs ahead holds a few hundred bytes of each parent
-// rather than the maps of its decoded form. Its field names and condition
-// messages repeat, so S2 (a block format: no state to keep between
-// parents) makes it about half as long. It keeps the parent as it is if it
-// cannot.
-func (j *job) pack() {
+// with thousands of jobs ahead holds tens of bytes of each parent rather
+// than the maps of its decoded form. The parents of a kind repeat one
+// another's field names, values and condition messages, so the pass
+// compresses each with S2 against a dictionary (*dict), the first parent
+// it packs: the bench's HttpService, 1,408 bytes of JSON, packs to about 75
+// (757 on its own). S2 is a block format, so nothing but the dictionary
+// and its 32 KiB table is kept between parents. It keeps the parent as it
+// is if it cannot.
+func (j *job) pack(dict **s2.Dict) {
 	b, err := j.parent.MarshalJSON()
 	if err != nil {
 		return
 	}
-	j.packed, j.id, j.parent = bytes.Clone(s2.EncodeBetter(nil, b)), objectID(j.parent), nil
+	if *dict == nil {
+		*dict = s2.MakeDict(b, []byte(`{"apiVersion":`)) // nil for fewer than 16 bytes
+	}
+	var packed []byte
+	if *dict != nil {
+		packed = (*dict).Encode(nil, b)
+	} else {
+		packed = s2.Encode(nil, b)
+	}
+	j.packed, j.dict, j.id, j.parent = bytes.Clone(packed), *dict, objectID(j.parent), nil
 }
 
 // unpack gives the job its parent back, decoded as the API server's
@@ -183,7 +196,13 @@ func (j *job) unpack() error {
 	if j.packed == nil {
 		return nil
 	}
-	b, err := s2.Decode(nil, j.packed)
+	var b []byte
+	var err error
+	if j.dict != nil {
+		b, err = j.dict.Decode(nil, j.packed)
+	} else {
+		b, err = s2.Decode(nil, j.packed)
+	}
 	if err != nil {
 		return fmt.Errorf("the parent as planned cannot be read again: %w", err)
 	}
@@ -191,7 +210,7 @@ func (j *job) unpack() error {
 	if err := utiljson.Unmarshal(b, &p.Object); err != nil {
 		return fmt.Errorf("the parent as planned cannot be read again: %w", err)
 	}
-	j.parent, j.packed = p, nil
+	j.parent, j.packed, j.dict = p, nil, nil
 	return nil
 }
 
@@ -201,7 +220,7 @@ func (j *job) unpack() error {
 // hold its children, refreshed with what the server returned, to the end
 // of the pass.
 func (j *job) release() {
-	j.parent, j.packed = nil, nil
+	j.parent, j.packed, j.dict = nil, nil, nil
 	j.ops, j.prunes, j.synced, j.children, j.inputs = nil, nil, nil, nil, nil
 	j.statusFields, j.extra = nil, nil
 }

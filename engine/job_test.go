@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/klauspost/compress/s2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -23,7 +24,8 @@ func TestJobPack(t *testing.T) {
 		}
 	}
 	j := &job{parent: &unstructured.Unstructured{Object: object()}}
-	j.pack()
+	var dict *s2.Dict
+	j.pack(&dict)
 	if j.parent != nil || len(j.packed) == 0 {
 		t.Fatalf("packed: parent %v, %d bytes; want nil and the JSON", j.parent, len(j.packed))
 	}
@@ -41,6 +43,28 @@ func TestJobPack(t *testing.T) {
 	}
 	if err := j.unpack(); err != nil || j.parent == nil {
 		t.Errorf("unpack of an unpacked job: %v, parent %v", err, j.parent)
+	}
+	// Another parent of the pass packs against the first: what the two
+	// share costs it next to nothing.
+	other := func() map[string]any {
+		o := object()
+		o["metadata"].(map[string]any)["name"], o["metadata"].(map[string]any)["uid"] = "api", "u-2"
+		return o
+	}
+	second := &job{parent: &unstructured.Unstructured{Object: other()}}
+	js, err := second.parent.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	second.pack(&dict)
+	if len(second.packed) == 0 || len(second.packed) > len(js)/4 {
+		t.Errorf("a second parent of %d bytes of JSON packed to %d, want a quarter at most", len(js), len(second.packed))
+	}
+	if err := second.unpack(); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(other(), second.parent.Object); diff != "" {
+		t.Errorf("second unpacked (-want +got):\n%s", diff)
 	}
 	if o := (&job{}); !o.orphans() {
 		t.Error("the orphans' job is taken for a parent's")

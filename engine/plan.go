@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/resyncd/resyncd/actual"
 	"github.com/resyncd/resyncd/config"
 	"github.com/resyncd/resyncd/desired"
@@ -48,6 +49,8 @@ type passPlan struct {
 	rs  *resourceState
 	rep *ResourceReport
 	now time.Time
+	// dict is what the pass's jobs pack their parents against (job.pack).
+	dict *s2.Dict
 	// held are the children held through the pass: those of wide kinds,
 	// and any found in a namespace other than its parent's. heldClaimed
 	// are those a parent claimed.
@@ -334,7 +337,7 @@ func (pl *passPlan) parent(ctx context.Context, p *unstructured.Unstructured, w 
 		if len(j.rare().checks) == 0 && !e.keepFields {
 			// Nothing reads the parent again before its job runs, but
 			// the dry-runs of checkOnServer.
-			j.pack()
+			j.pack(&pl.dict)
 		}
 		pl.jobs = append(pl.jobs, j)
 		return nil
