@@ -271,12 +271,12 @@ runtime, the binary and memory the runtime has not yet returned.
     at their peak, while little else is resident, and 3 MiB for good.
   - A pass reads parents and children side by side, a namespace at a time, in the
     order the API server stores them, so it holds the children of one namespace
-    and about a page of parents. A child held is about 1 KiB live: 320 bytes as
+    and about a page of parents. A child held is about 1 KiB live: 248 bytes as
     the pass reduced it (identity, the fingerprint of tier 1, its status; what few
     children have, such as the fields a graph reads or the diff's whole object,
     behind one pointer), its name, UID and resourceVersion, and its entries in
-    the window's maps; its kind, group and namespace are one copy the process
-    shares. With all N parents in one namespace the pass holds them all, which
+    the window's maps; its kind, group, namespace, resource and controller's
+    kind are one copy the process shares. With all N parents in one namespace the pass holds them all, which
     is the bound: memory grows with the largest namespace. At 5,000 parents in
     one namespace, commit cf87ae5
     ([` + "`bench/results/2026-12-03-memory-20000-cf87ae5.json`" + `](../bench/results/2026-12-03-memory-20000-cf87ae5.json)),
@@ -285,36 +285,46 @@ runtime, the binary and memory the runtime has not yet returned.
     in the scale record of 2026-12-02). Kinds a graph may place in another
     namespace than the parent's are read first and held through the pass.
   - A parent with work is held, with its children, until its job runs: the parent
-    as S2-compressed JSON (757 bytes for the bench's HttpService, 1,409 as
-    JSON), decoded again by the worker that runs the job, its children as the
-    pass reduced them, and what it will write. Once its job has run, the pass
-    keeps only what fold reads: what its writes came to and what they teach
-    the next pass. That is 2.9–3.0 KiB a job of a drifted parent at commit
-    301ccd4, against 3.9–4.0 KiB at 8ec6b44
+    as S2-compressed JSON, compressed against a dictionary that is the first
+    parent the pass packed (about 75 bytes for the bench's HttpService, 757
+    without the dictionary, 1,408 as JSON), decoded again by the worker that
+    runs the job; its children as the pass reduced them; what it will write;
+    and the job itself, 408 bytes, with what few jobs have (dry-runs, children
+    held, refused or waiting, external references) behind one pointer. Once
+    its job has run, the pass keeps only what fold reads: what its writes came
+    to and what they teach the next pass. That is 2.0–2.2 KiB a job of a
+    drifted parent at commit 6e52db3, against 2.9–3.0 KiB at 301ccd4 and
+    3.9–4.0 KiB at 8ec6b44
     (` + "`go test -run '^$' -bench PassMemory ./engine`" + `, B/job-held once every job is
     planned, before the first runs: in memory, no API server, the bench's
     HttpService). The drift figure, 5% of the children changed, gives about a
     tenth of the parents a job, so the drift pass holds about 0.3 KiB a parent
     more at the start of its writes than a steady pass. **That is what bounds the
     in-sync peak at N = 20,000.** resyncd alone at 5,000 and 20,000 at commit
-    301ccd4
-    ([` + "`bench/results/2026-12-03-memory-20000-301ccd4.json`" + `](../bench/results/2026-12-03-memory-20000-301ccd4.json))
-    had 56 and 79 MiB in sync, 0.84× and 1.17× the raw LIST (68 MiB at 20,000 in
-    that run), 1.57 KiB a parent between them (cf87ae5, the commit before: 56 and
-    78 MiB, 0.80× and 1.09× against 70 and 71, 1.53 KiB; f67432a: 60 and 86 MiB,
-    1.8 KiB). At 20,000 the heap found live (gctrace, split at each pass's log
-    line) was 20 MiB in the drift passes and 12–14 MiB in the others; the heap
-    peaked at 36–38 MiB in the drift passes against 24–26 (f67432a: 24–26 MiB live
-    and 44–46 peak in the drift passes, 15–19 and 27–38 in the others). The cold
-    process, every parent a job, peaked at 130 MiB at 20,000 against 174 at
-    cf87ae5, whose jobs held their children, refreshed, until the pass ended.
+    9979366, the memory packed in sorted arrays
+    ([` + "`bench/results/2026-12-03-memory-20000-9979366.json`" + `](../bench/results/2026-12-03-memory-20000-9979366.json)),
+    had 55 and 75 MiB in sync, 0.77× and 1.02× the raw LIST (72 and 73 MiB in
+    that run), 1.31 KiB a parent between them (301ccd4
+    ([` + "`bench/results/2026-12-03-memory-20000-301ccd4.json`" + `](../bench/results/2026-12-03-memory-20000-301ccd4.json)):
+    56 and 79 MiB, 0.84× and 1.17× against 68 at 20,000, 1.57 KiB; f67432a: 60
+    and 86 MiB, 1.8 KiB). At 20,000 the heap found live (gctrace, split at each
+    pass's log line) was 18–19 MiB in the drift passes and 11–12 MiB in the
+    others; the heap peaked at 32–34 MiB in the drift passes against 20–23
+    (301ccd4: 20 and 12–14 MiB live, 36–38 and 24–26 peak). The smaller jobs
+    and the dictionary of 067cc6d and 6e52db3 came after that record and were
+    not measured at 20,000. The cold process, every parent a job, peaked at 130
+    MiB at 20,000, as at 301ccd4, against 174 at cf87ae5, whose jobs held their
+    children, refreshed, until the pass ended.
   - Between passes it keeps, per child and per idle parent, a 128-bit hash of the
-    UID and resourceVersion with a 128-bit fingerprint and a few flags (40-byte
-    map slots), no strings, and a pass replaces what it read again rather than
-    holding two copies: about 450 bytes a parent of two children (483 before
-    the entries were reordered to 24 bytes), the maps' slots, which are half to
-    seven eighths full, and each idle parent's list of its children included
-    (B/parent-kept).
+    UID and resourceVersion with a 128-bit fingerprint and a few flags, no
+    strings: 40 bytes a child, and 24 for an idle parent beside the 40 of each
+    child it compared. They are packed in arrays sorted by that hash and found
+    by binary search; what a pass finds new waits in a small map until the
+    pass's end merges it in, and a pass stamps what it read again rather than
+    holding two copies. That is about 256 bytes a parent of two children at
+    9979366, the drift pass's memory of its repairs included (B/parent-kept),
+    against 449 in Go maps, which hold their entries half to seven eighths
+    full, with each idle parent's children in an allocation of their own.
   - The Go collector lets the heap grow to twice what is live before it runs (GOGC
     100): the fixed part's heap, what is kept between passes and the jobs ahead of
     the writes all count about twice in peak heap. The raw LIST process, which
