@@ -105,6 +105,7 @@ func (r *DepthRun) converging() (passes int, seconds, passSeconds float64) {
 // no WebApp behind for what runs after.
 func (b *bench) measureDepth(ctx context.Context, res *Results, n, reps int) error {
 	progress("N=%d graph depth: installing WebApp", n)
+	b.clean = false
 	if err := b.cl.installWebApps(ctx); err != nil {
 		return fmt.Errorf("graph depth: %w", err)
 	}

@@ -22,7 +22,10 @@ from the samples of a run.
   controller runs: Deployments are stored, never rolled out, so statuses do not
   move once written. Each N starts on a new control plane: etcd's history grows
   with every write and delete until it is compacted, and 5,000 parents converged
-  in 55 s on a new server against 64–103 s after the figures at N = 1,000.
+  in 55 s on a new server against 64–103 s after the figures at N = 1,000. From
+  N = 2,000 each measured cold run starts on a new one too, since emptying the
+  old one costs more: at 5,000, emptying it took 31–39 s, starting a new
+  server 7 s.
 - **The load**: N HttpServices, 100 per namespace, each a web service with an
   image, two replicas, two environment variables, requests and limits, and a
   health check, so two children each (Deployment and Service). The bench writes

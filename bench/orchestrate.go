@@ -254,6 +254,9 @@ type bench struct {
 	depthN int
 	// ringN are the Ns of the ring figure; none: not measured.
 	ringN []int
+	// clean: nothing (a cold run, the graph depth, the ring) has written
+	// to the main plane since it started.
+	clean bool
 }
 
 func orchestrate(args []string) error {
@@ -547,7 +550,7 @@ func setUp(work, resyncdBin string) (*bench, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &bench{self: self, resyncd: resyncdBin, env: env, cl: cl, kubeconfig: kubeconfig, configs: map[string]string{}, work: work}
+	b := &bench{self: self, resyncd: resyncdBin, env: env, cl: cl, kubeconfig: kubeconfig, configs: map[string]string{}, work: work, clean: true}
 	fail := func(err error) (*bench, error) { _ = env.Stop(); return nil, err }
 	for _, mode := range []string{"local", "server"} {
 		p := filepath.Join(work, "resyncd-"+mode+".yaml")
@@ -643,7 +646,7 @@ func (b *bench) freshPlanes() error {
 		_ = env.Stop()
 		return fmt.Errorf("new control plane: kubeconfig %s, not %s", kubeconfig, b.kubeconfig)
 	}
-	b.env, b.cl = env, cl
+	b.env, b.cl, b.clean = env, cl, true
 	return nil
 }
 
@@ -682,14 +685,27 @@ func (b *bench) traffic(ctx context.Context, c contender, n int) (Traffic, error
 	return sum, nil
 }
 
+// freshColdMin is the N from which a measured cold run starts on a new
+// control plane rather than on the old one emptied: at 5,000 emptying it
+// took 31–39 s, more than starting a new server (7 s) and loading the
+// parents (12 s) together; at 1,000 either takes about 8 s.
+const freshColdMin = 2000
+
 // cold resets the cluster to N new parents and runs c until it converged
-// them; rep 0 is a run to converge the cluster, not a sample.
+// them; rep 0 is a run to converge the cluster, not a sample, on the
+// cluster as it is (the trade-off's unrelated objects stay).
 func (b *bench) cold(ctx context.Context, c contender, n, rep, of int) (*Sample, error) {
 	what := fmt.Sprintf("cold %d/%d", rep, of)
 	if rep == 0 {
 		what = "converging, unmeasured"
 	}
 	progress("N=%d %s: %s: resetting", n, c.Name, what)
+	if rep > 0 && n >= freshColdMin && !b.clean {
+		if err := b.freshPlanes(); err != nil {
+			return nil, err
+		}
+	}
+	b.clean = false
 	cls, ns, err := b.clustersOf(c, n)
 	if err != nil {
 		return nil, err

@@ -75,6 +75,7 @@ func ringNamespaces(n int) []string {
 func (b *bench) measureRing(ctx context.Context, rr *RingRun, n, reps int) error {
 	namespaces := ringNamespaces(n)
 	progress("N=%d ring: %d replicas forming over %d empty namespaces", n, ringReplicas, len(namespaces))
+	b.clean = false
 	if err := b.cl.resetIn(ctx, 0, namespaces); err != nil {
 		return err
 	}
