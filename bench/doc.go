@@ -304,20 +304,23 @@ runtime, the binary and memory the runtime has not yet returned.
     tenth of the parents a job, so the drift pass holds about 0.3 KiB a parent
     more at the start of its writes than a steady pass. **That is what bounds the
     in-sync peak at N = 20,000.** resyncd alone at 5,000 and 20,000 at commit
-    9979366, the memory packed in sorted arrays
-    ([` + "`bench/results/2026-12-03-memory-20000-9979366.json`" + `](../bench/results/2026-12-03-memory-20000-9979366.json)),
-    had 55 and 75 MiB in sync, 0.77× and 1.02× the raw LIST (72 and 73 MiB in
-    that run), 1.31 KiB a parent between them (301ccd4
-    ([` + "`bench/results/2026-12-03-memory-20000-301ccd4.json`" + `](../bench/results/2026-12-03-memory-20000-301ccd4.json)):
-    56 and 79 MiB, 0.84× and 1.17× against 68 at 20,000, 1.57 KiB; f67432a: 60
-    and 86 MiB, 1.8 KiB). At 20,000 the heap found live (gctrace, split at each
-    pass's log line) was 18–19 MiB in the drift passes and 11–12 MiB in the
-    others; the heap peaked at 32–34 MiB in the drift passes against 20–23
-    (301ccd4: 20 and 12–14 MiB live, 36–38 and 24–26 peak). The smaller jobs
-    and the dictionary of 067cc6d and 6e52db3 came after that record and were
-    not measured at 20,000. The cold process, every parent a job, peaked at 130
-    MiB at 20,000, as at 301ccd4, against 174 at cf87ae5, whose jobs held their
-    children, refreshed, until the pass ended.
+    6e52db3, the jobs smaller and packed against the pass's dictionary
+    ([` + "`bench/results/2026-12-03-memory-20000-6e52db3.json`" + `](../bench/results/2026-12-03-memory-20000-6e52db3.json)),
+    had 56 and 73 MiB in sync, 0.84× and 1.07× the raw LIST (66 and 68 MiB in
+    that run), 1.19 KiB a parent between them (9979366
+    ([` + "`bench/results/2026-12-03-memory-20000-9979366.json`" + `](../bench/results/2026-12-03-memory-20000-9979366.json)):
+    55 and 75 MiB, 0.77× and 1.02× against 72 and 73, 1.31 KiB; 301ccd4: 56 and
+    79 MiB, 1.57 KiB; f67432a: 60 and 86 MiB, 1.8 KiB). At 20,000 the heap
+    found live (gctrace, split at each pass's log line) was 15–16 MiB in the
+    drift passes and 10–12 MiB in the others; the heap peaked at 27–28 MiB in
+    the drift passes against 20–24 (9979366: 18–19 and 11–12 MiB live, 32–34
+    and 20–23 peak). That peak heap is below the raw LIST's, 31 MiB: what
+    keeps resyncd's RSS above the raw LIST's at 20,000 is the rest of the
+    process, 45 MiB of its 73 against 37 of the raw LIST's 68: mostly the
+    executable's pages and the runtime of the fixed part above. The raw LIST's own peak moved by 5 MiB between the two records, as
+    much as the gap. The cold process, every parent a job, peaked at 105 MiB at
+    20,000, against 130 at 9979366 and 301ccd4 and 174 at cf87ae5, whose jobs
+    held their children, refreshed, until the pass ended.
   - Between passes it keeps, per child and per idle parent, a 128-bit hash of the
     UID and resourceVersion with a 128-bit fingerprint and a few flags, no
     strings: 40 bytes a child, and 24 for an idle parent beside the 40 of each
