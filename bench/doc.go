@@ -236,7 +236,12 @@ runtime, the binary and memory the runtime has not yet returned.
   decoding the apply responses 14%, the collector 13%): the rest of the machine is
   the API server and etcd. Its cold time varies more than the floor's (53–88 s
   against 53–60 s in one run, rounds alternating), which no profile of resyncd
-  alone explains yet.
+  alone explains yet. The machine's own speed moves within a run too: in the
+  record of b187c67 at 5,000, each run on a new control plane, the floor took
+  49, 73 and 98 s and resyncd 54, 64 and 100 s, round by round, where the run
+  before had 96–97 and 107–113 s. The rounds keep each pair on the same footing
+  (1.10×, 0.87× and 1.02× round by round); the median of three swings with
+  the machine.
 - **Requests per steady pass** are the LIST pages: ⌈N/500⌉ for the parents and for
   each kind of child that exists, and one for an empty kind.
 - **Steady pass time** is the reading: each page is decoded one object at a time as
