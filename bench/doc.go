@@ -308,7 +308,7 @@ runtime, the binary and memory the runtime has not yet returned.
     HttpService). The drift figure, 5% of the children changed, gives about a
     tenth of the parents a job, so the drift pass holds about 0.3 KiB a parent
     more at the start of its writes than a steady pass. **That is what bounds the
-    in-sync peak at N = 20,000.** resyncd alone at 5,000 and 20,000 at commit
+    in-sync heap peak at N = 20,000.** resyncd alone at 5,000 and 20,000 at commit
     6e52db3, the jobs smaller and packed against the pass's dictionary
     ([` + "`bench/results/2026-12-03-memory-20000-6e52db3.json`" + `](../bench/results/2026-12-03-memory-20000-6e52db3.json)),
     had 56 and 73 MiB in sync, 0.84× and 1.07× the raw LIST (66 and 68 MiB in
@@ -322,8 +322,8 @@ runtime, the binary and memory the runtime has not yet returned.
     and 20–23 peak). That peak heap is below the raw LIST's, 31 MiB: what
     keeps resyncd's RSS above the raw LIST's at 20,000 is the rest of the
     process, 45 MiB of its 73 against 37 of the raw LIST's 68: mostly the
-    executable's pages and the runtime of the fixed part above. The raw LIST's own peak moved by 5 MiB between the two records, as
-    much as the gap. The cold process, every parent a job, peaked at 105 MiB at
+    executable's pages and the runtime of the fixed part above. The raw LIST's
+    own peak moved by 5 MiB between the two records, as much as the gap. The cold process, every parent a job, peaked at 105 MiB at
     20,000, against 130 at 9979366 and 301ccd4 and 174 at cf87ae5, whose jobs
     held their children, refreshed, until the pass ended.
   - Between passes it keeps, per child and per idle parent, a 128-bit hash of the
