@@ -99,7 +99,7 @@ func TestBenchRuns(t *testing.T) {
 	cmd := exec.Command(filepath.Join(dir, "bench"), "-sizes", "10", "-reps", "1", "-resyncd", filepath.Join(dir, "resyncd"),
 		"-work", filepath.Join(dir, "work"), "-out", results, "-doc", doc,
 		"-tradeoff-n", "10", "-window", "8s", "-churn-window", "8s", "-intervals", "2s,1h", "-latency-span", "4s", "-latency-changes", "4", "-depth-n", "10",
-		"-ring-n", "200")
+		"-ring-n", "200", "-fixed-n", "20")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("bench: %v\n%s", err, out)
 	}
@@ -111,9 +111,13 @@ func TestBenchRuns(t *testing.T) {
 	if err := json.Unmarshal(data, &res); err != nil {
 		t.Fatal(err)
 	}
-	seen := map[string]bool{}
+	seen, fixed := map[string]bool{}, map[string]bool{}
 	for _, s := range res.Samples {
 		seen[s.Contender+" "+s.Phase] = true
+		if s.N == 20 {
+			fixed[s.Contender+" "+s.Phase] = true
+		}
+		drifted := int(float64(2*s.N)*res.Drift + 0.5) // 2 children a parent
 		if s.Error != "" {
 			t.Errorf("%s %s: %s", s.Contender, s.Phase, s.Error)
 		}
@@ -121,8 +125,8 @@ func TestBenchRuns(t *testing.T) {
 			t.Errorf("%s %s: no peak RSS", s.Contender, s.Phase)
 		}
 		switch {
-		case s.Phase == "cold" && s.Contender != crName && s.Contender != cr8Name && s.Traffic.ChildWrites != 20:
-			t.Errorf("%s cold: %v child writes, want 20", s.Contender, s.Traffic.ChildWrites)
+		case s.Phase == "cold" && s.Contender != crName && s.Contender != cr8Name && s.Traffic.ChildWrites != float64(2*s.N):
+			t.Errorf("%s cold at N=%d: %v child writes, want %d", s.Contender, s.N, s.Traffic.ChildWrites, 2*s.N)
 		case (s.Phase == "steady" || s.Phase == "others") && (s.Contender == resyncdName || s.Contender == listName) && (s.Traffic.Requests != 4 || s.Traffic.Lists != 4):
 			t.Errorf("%s %s: %+v, want 4 LISTs and nothing else", s.Contender, s.Phase, s.Traffic)
 		case s.Phase == "others" && s.Others != 40:
@@ -131,8 +135,8 @@ func TestBenchRuns(t *testing.T) {
 			t.Errorf("%s steady: %+v, want 4 LISTs in each cluster and nothing else", s.Contender, s.Traffic)
 		case s.Phase == "drift" && s.Contender == resyncdTwoName && (s.Drifted != 2 || s.StillDrifted != 0 || s.Traffic.ChildWrites != 2):
 			t.Errorf("%s drift: %d drifted, %d left, %v child writes; want 2 (one in each cluster), 0, 2", s.Contender, s.Drifted, s.StillDrifted, s.Traffic.ChildWrites)
-		case s.Phase == "drift" && s.Contender != resyncdTwoName && (s.Drifted != 1 || s.StillDrifted != 0 || s.Traffic.ChildWrites != 1):
-			t.Errorf("%s drift: %d drifted, %d left, %v child writes; want 1, 0, 1", s.Contender, s.Drifted, s.StillDrifted, s.Traffic.ChildWrites)
+		case s.Phase == "drift" && s.Contender != resyncdTwoName && (s.Drifted != drifted || s.StillDrifted != 0 || s.Traffic.ChildWrites != float64(drifted)):
+			t.Errorf("%s drift at N=%d: %d drifted, %d left, %v child writes; want %d, 0, %d", s.Contender, s.N, s.Drifted, s.StillDrifted, s.Traffic.ChildWrites, drifted, drifted)
 		}
 	}
 	for _, want := range []string{"raw-ssa-floor cold", "resyncd cold", "resyncd first", "resyncd steady", "raw-list steady",
@@ -140,6 +144,16 @@ func TestBenchRuns(t *testing.T) {
 		if !seen[want] {
 			t.Errorf("no sample of %s", want)
 		}
+	}
+	// The fixed part: resyncd converged 20 parents and kept them in sync,
+	// the raw LIST beside it.
+	for _, want := range []string{"resyncd cold", "resyncd steady", "resyncd drift", "raw-list steady"} {
+		if !fixed[want] {
+			t.Errorf("no sample of %s at -fixed-n 20", want)
+		}
+	}
+	if res.FixedN != 20 {
+		t.Errorf("fixedN %d in the results, want 20", res.FixedN)
 	}
 	checkTradeOff(t, res.TradeOff)
 	checkGraphDepth(t, res.GraphDepth)
@@ -151,7 +165,8 @@ func TestBenchRuns(t *testing.T) {
 	if !strings.Contains(string(md), "### N = 10") || !strings.Contains(string(md), "| resyncd |") || !strings.Contains(string(md), "| steady pass, requests | 4 | 8 | 2.00× |") ||
 		!strings.Contains(string(md), "### The trade-off against watching, at N = 10") || !strings.Contains(string(md), "**Under churn.**") || !strings.Contains(string(md), "### Graph depth, at N = 10") ||
 		!strings.Contains(string(md), "### Replicas sharing the work") || !strings.Contains(string(md), "| the largest of the 3 |") ||
-		!strings.Contains(string(md), "| resyncd, N parents in one namespace |") {
+		!strings.Contains(string(md), "| resyncd, N parents in one namespace |") ||
+		!strings.Contains(string(md), "### The fixed part, at N = 20") || !strings.Contains(string(md), "| peak RSS keeping 20 parents in sync (the fixed part) | ≤ 35 MiB |") {
 		t.Errorf("report has no table for N = 10:\n%s", md)
 	}
 	// -from writes the same report from the samples alone.
@@ -656,5 +671,31 @@ github.com/resyncd/resyncd/shard.(*Ring).Acquire(0xc000150000, {0x1a2b3c, 0x5})
 	}
 	if got := ownStacks(`{"msg":"Starting"}`, 1<<10); got != "no goroutine dump in the log" {
 		t.Errorf("no dump: %q", got)
+	}
+}
+
+// TestFixedPart: the fixed part's figures come from the samples at
+// -fixed-n alone, and its target holds resyncd's peak RSS in sync to 35
+// MiB.
+func TestFixedPart(t *testing.T) {
+	for _, tc := range []struct {
+		rss  int64
+		want string
+	}{
+		{34 << 20, "| peak RSS keeping 10 parents in sync (the fixed part) | ≤ 35 MiB | 34 MiB (heap 6 MiB; the raw LIST 30 MiB) | yes |"},
+		{41 << 20, "| peak RSS keeping 10 parents in sync (the fixed part) | ≤ 35 MiB | 41 MiB (heap 6 MiB; the raw LIST 30 MiB) | no |"},
+	} {
+		res := &Results{Sizes: []int{1000}, FixedN: 10, Reps: 1, Samples: []*Sample{
+			{Contender: resyncdName, N: 10, Rep: 1, Phase: "steady", PeakRSS: tc.rss, PeakHeap: 6 << 20},
+			{Contender: listName, N: 10, Rep: 1, Phase: "steady", PeakRSS: 30 << 20, PeakHeap: 4 << 20},
+			{Contender: resyncdName, N: 1000, Rep: 1, Phase: "steady", PeakRSS: 90 << 20},
+		}}
+		got := summarize(res).fixedPart()
+		if !strings.Contains(got, tc.want) || !strings.Contains(got, "### The fixed part, at N = 10") {
+			t.Errorf("no line %q in:\n%s", tc.want, got)
+		}
+	}
+	if got := summarize(&Results{Sizes: []int{1000}}).fixedPart(); got != "" {
+		t.Errorf("a fixed part where none was measured: %q", got)
 	}
 }

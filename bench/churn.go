@@ -19,11 +19,14 @@ import (
 // change, a poll does not see them.
 type Churn struct {
 	N int `json:"n"`
-	// Objects unrelated Deployments (and as many Services, which do not
-	// change) are in each cluster; each Deployment gets an annotation
-	// written once a Period, in turn: Objects/Period writes a second.
+	// Objects unrelated Deployments are in each cluster; each gets an
+	// annotation written once a Period, in turn: Objects/Period writes a
+	// second.
 	Objects       int     `json:"objects"`
 	PeriodSeconds float64 `json:"periodSeconds"`
+	// DeploymentsOnly: no unrelated Service beside the Deployments. The
+	// records before it had as many Services, which do not change.
+	DeploymentsOnly bool `json:"deploymentsOnly,omitempty"`
 	// Windows are measured side by side, each on its own control plane.
 	Windows []*ChurnSample `json:"windows"`
 	// Latency is drift injected while the churn goes on, under resyncd at
@@ -60,12 +63,13 @@ func churnPeriod(n int) time.Duration {
 // how long drift lives meanwhile. It goes on on the window's control
 // planes, which hold the N parents in sync already: resyncd's and
 // controller-runtime's keep running, the idle one gets controller-runtime
-// with eight workers, and each gets the unrelated Deployments and
-// Services; the others are stopped. The quiet window and the churn are
+// with eight workers, and each gets the unrelated Deployments, which are
+// what changes (no Service: creating 4N of them, each a ClusterIP to
+// allocate, took longer than the window); the others are stopped. The quiet window and the churn are
 // then measured on the same servers.
 func (b *bench) churn(ctx context.Context, n int, quiet []*windowPlane) (*Churn, error) {
 	o := b.tradeOffOpts
-	ch := &Churn{N: n, Objects: o.others * n, PeriodSeconds: churnPeriod(n).Seconds()}
+	ch := &Churn{N: n, Objects: o.others * n, PeriodSeconds: churnPeriod(n).Seconds(), DeploymentsOnly: true}
 	var rs, cr, idle *windowPlane
 	for _, p := range quiet {
 		switch {
@@ -88,7 +92,7 @@ func (b *bench) churn(ctx context.Context, n int, quiet []*windowPlane) (*Churn,
 	var wg sync.WaitGroup
 	for i, p := range planes {
 		wg.Go(func() {
-			if errs[i] = p.cl.loadOthers(ctx, ch.Objects); errs[i] != nil || p != idle {
+			if errs[i] = p.cl.loadOthers(ctx, ch.Objects, false); errs[i] != nil || p != idle {
 				return
 			}
 			p.name, p.workers = cr8Name, 8

@@ -136,8 +136,10 @@ the raw LIST; ` + "`make bench-scale`" + ` runs those it names at every N):
      server holds each drifted object and when it holds the repaired one; the
      figure is the time between, as p50, p99 (nearest rank) and max.
    - **Under churn** (` + "`-churn-window`" + `, 90 seconds; 0 leaves it out): on three of the
-     control planes above, which hold the N parents in sync already, with the 4N
-     unrelated Deployments and Services loaded into each: the 30-second plane and the
+     control planes above, which hold the N parents in sync already, with 4N
+     unrelated Deployments loaded into each (no Service: the churn changes
+     Deployments, and 4N Services, each a ClusterIP to allocate, took the
+     servers longer to create than the window lasts): the 30-second plane and the
      controller-runtime plane, their contenders still running, and the idle plane,
      with controller-runtime with 8 workers started on it (the 5-minute plane is
      stopped). The quiet window and the churn are so measured on the same servers.
@@ -174,7 +176,12 @@ the raw LIST; ` + "`make bench-scale`" + ` runs those it names at every N):
    under each (the first pass after WebApp is installed, and the first writes in new
    namespaces, are slower); once above N = 2,000. The WebApps and their children are
    deleted before the contenders run.
-6. **Replicas sharing the work** (` + "`-ring-n`" + `, N = 5,000 and 20,000 in ` + "`make bench-scale`" + `,
+6. **The fixed part** (` + "`-fixed-n`" + `, 10 in ` + "`make bench`" + `), after graph depth and before
+   the figures above, on the main control plane: resyncd converges that many parents
+   (one cold ` + "`resyncd once`" + `), then one ` + "`resyncd run`" + ` makes its passes as in steps 2 and 3,
+   with the raw LIST beside its steady passes. With so few parents, the peak RSS in
+   sync is what every resyncd process holds whatever it manages; its target is 35 MiB.
+7. **Replicas sharing the work** (` + "`-ring-n`" + `, N = 5,000 and 20,000 in ` + "`make bench-scale`" + `,
    200 in ` + "`make bench-quick`" + `), last, on parents of its own, N/20 namespaces named
    ` + "`team-0001`" + `, ` + "`team-0002`" + `, … (sequential names hash close together under FNV-1a,
    the ring's hard case). First, with the namespaces empty, three ` + "`resyncd run`" + `s start

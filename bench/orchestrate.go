@@ -220,6 +220,9 @@ type Results struct {
 	Samples  []*Sample `json:"samples"`
 	// TradeOff is what polling costs and saves against watching, at one N.
 	TradeOff *TradeOff `json:"tradeOff,omitempty"`
+	// FixedN is the handful of parents resyncd's fixed part was measured
+	// with (samples at that N); 0: not measured.
+	FixedN int `json:"fixedN,omitempty"`
 	// GraphDepth is what depth costs a graph's convergence, at one N.
 	GraphDepth *GraphDepth `json:"graphDepth,omitempty"`
 	// Ring is one replica against three sharing the work, at each N of
@@ -252,6 +255,9 @@ type bench struct {
 	tradeOffOpts tradeOffOptions
 	// depthN is the N at which graph depth is measured; 0: nowhere.
 	depthN int
+	// fixedN is the N at which resyncd's fixed part is measured; 0:
+	// nowhere.
+	fixedN int
 	// ringN are the Ns of the ring figure; none: not measured.
 	ringN []int
 	// clean: nothing (a cold run, the graph depth, the ring) has written
@@ -275,6 +281,7 @@ func orchestrate(args []string) error {
 	targetColdMax := fs.Int("target-cold-reps-up-to", 5000, "repeat the cold convergence of the contenders a cold target is on (resyncd, the raw-SSA floor, the graph) -reps times up to this N, above -cold-reps-up-to too")
 	only := fs.String("only", "", "run only these contenders, comma-separated (development)")
 	profile := fs.String("profile", "", "write pprof CPU and heap profiles of every resyncd run into this directory")
+	fixedN := fs.Int("fixed-n", 0, "measure resyncd keeping this many parents in sync, the part of its memory that does not grow with them, against a target (0: not at all; with -only, only if it lists "+resyncdName+")")
 	depthN := fs.Int("depth-n", 0, "measure the passes and seconds to converge this many WebApps under a graph four deep and one deep (0: not at all; with -only, only if it lists "+depthName+")")
 	ringN := fs.String("ring-n", "", "measure one resyncd run against "+strconv.Itoa(ringReplicas)+
 		" sharing the work at these Ns, comma-separated (none: not at all; with -only, only if it lists "+ringThreeName+")")
@@ -316,6 +323,9 @@ func orchestrate(args []string) error {
 	if *depthN < 0 {
 		return fmt.Errorf("-depth-n %d: must not be negative", *depthN)
 	}
+	if *fixedN < 0 {
+		return fmt.Errorf("-fixed-n %d: must not be negative", *fixedN)
+	}
 	if *reps < 1 {
 		return fmt.Errorf("-reps %d: must be at least 1", *reps)
 	}
@@ -327,7 +337,7 @@ func orchestrate(args []string) error {
 		return err
 	}
 	b.coldMax, b.targetColdMax, b.allMax, b.profile = *coldMax, *targetColdMax, *allMax, *profile
-	b.tradeOffN, b.tradeOffOpts, b.depthN, b.ringN = to.n, to, *depthN, rings
+	b.tradeOffN, b.tradeOffOpts, b.depthN, b.ringN, b.fixedN = to.n, to, *depthN, rings, *fixedN
 	if *baseline != "" {
 		if b.baseline, err = filepath.Abs(*baseline); err == nil {
 			_, err = os.Stat(b.baseline)
@@ -372,7 +382,7 @@ func orchestrate(args []string) error {
 		return runErr
 	}
 	report := summarize(res)
-	fmt.Print(report.tables() + report.scale() + report.tradeOff() + report.graphDepth() + report.ring())
+	fmt.Print(report.fixedPart() + report.tables() + report.scale() + report.tradeOff() + report.graphDepth() + report.ring())
 	if *doc != "" {
 		if err := os.WriteFile(*doc, []byte(report.markdown(*out)), 0o644); err != nil {
 			return err
@@ -407,11 +417,16 @@ func (b *bench) runAll(ctx context.Context, res *Results, sizes []int, reps int,
 	return nil
 }
 
-// runContenders measures graph depth, then every contender at every
-// size.
+// runContenders measures graph depth, the fixed part, then every
+// contender at every size.
 func (b *bench) runContenders(ctx context.Context, res *Results, sizes []int, reps int, drift float64) error {
 	if b.depthN > 0 && (b.only == nil || b.only[depthName]) {
 		if err := b.measureDepth(ctx, res, b.depthN, reps); err != nil {
+			return err
+		}
+	}
+	if b.fixedN > 0 && (b.only == nil || b.only[resyncdName]) {
+		if err := b.measureFixed(ctx, res, b.fixedN, reps, drift); err != nil {
 			return err
 		}
 	}
@@ -505,7 +520,7 @@ func reportFrom(path, doc string) error {
 	}
 	report := summarize(&res)
 	if doc == "" {
-		fmt.Print(report.tables() + report.scale() + report.tradeOff() + report.graphDepth() + report.ring())
+		fmt.Print(report.fixedPart() + report.tables() + report.scale() + report.tradeOff() + report.graphDepth() + report.ring())
 		return nil
 	}
 	return os.WriteFile(doc, []byte(report.markdown(path)), 0o644)

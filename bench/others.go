@@ -22,11 +22,11 @@ const othersPartOf = "another-team"
 
 func othersNamespace(i int) string { return fmt.Sprintf("others-%03d", i) }
 
-// loadOthers creates u Deployments and u Services that no contender
-// manages, 100 of each per namespace, as another team's would be: the
-// same shape as the contenders' children, other labels, another field
-// manager.
-func (c *cluster) loadOthers(ctx context.Context, u int) error {
+// loadOthers creates u Deployments and, with services, u Services that no
+// contender manages, 100 of each per namespace, as another team's would
+// be: the same shape as the contenders' children, other labels, another
+// field manager.
+func (c *cluster) loadOthers(ctx context.Context, u int, services bool) error {
 	namespaces := (u + parentsPerNS - 1) / parentsPerNS
 	for i := range namespaces {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: othersNamespace(i), Labels: map[string]string{othersLabel: "true"}}}
@@ -64,6 +64,9 @@ func (c *cluster) loadOthers(ctx context.Context, u int) error {
 		}
 		if _, err := c.cs.AppsV1().Deployments(ns).Create(ctx, dep, opts); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
+		}
+		if !services {
+			return nil
 		}
 		svc := &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
@@ -109,7 +112,7 @@ func (c *cluster) deleteOthers(ctx context.Context) error {
 // controller-runtime's restarts. The unrelated objects are deleted after.
 func (b *bench) others(ctx context.Context, cs []contender, n, reps, u int) (out []*Sample, err error) {
 	progress("N=%d trade-off: %d unrelated Deployments and Services", n, u)
-	if err := b.cl.loadOthers(ctx, u); err != nil {
+	if err := b.cl.loadOthers(ctx, u, true); err != nil {
 		return nil, err
 	}
 	defer func() {

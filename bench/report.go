@@ -103,6 +103,8 @@ func statOf(xs []float64) stat {
 type summary struct {
 	res   *Results
 	sizes []sizeSummary
+	// fixed is the figures at -fixed-n; nil: not measured.
+	fixed *sizeSummary
 }
 
 type sizeSummary struct {
@@ -211,49 +213,62 @@ func amongOthers(phase string) bool { return strings.HasPrefix(phase, "others") 
 
 func summarize(res *Results) *summary {
 	sum := &summary{res: res}
-	names := []string{resyncdName, resyncdServerName, resyncdGraphName, resyncdTwoName, resyncdOneNSName, crName, cr8Name, floorName, listName,
-		resyncdName + baselineSuffix, resyncdGraphName + baselineSuffix}
 	for _, n := range res.Sizes {
-		var ss []*Sample
-		for _, s := range res.Samples {
-			if s.N == n {
-				ss = append(ss, s)
-			}
+		if z, ok := sizeOf(res, n); ok {
+			z.Targets = targets(z)
+			sum.sizes = append(sum.sizes, z)
 		}
-		if len(ss) == 0 {
-			continue // no contender ran (-only of graph depth alone)
+	}
+	if res.FixedN > 0 {
+		if z, ok := sizeOf(res, res.FixedN); ok {
+			sum.fixed = &z
 		}
-		z := sizeSummary{N: n, Cold: map[string]stat{}, ColdFailed: map[string]int{}, ColdLimit: map[string]string{}, Steady: map[string]steadyFig{}, ColdRSS: map[string]stat{}, SyncRSS: map[string]stat{}, SyncHeap: map[string]stat{}, Drift: map[string]driftFig{}}
-		for _, c := range names {
-			z.Cold[c] = pick(ss, c, "cold", func(s *Sample) float64 { return s.Seconds })
-			for _, s := range ss {
-				if s.Contender == c && s.Phase == "cold" && s.Error != "" {
-					z.ColdFailed[c]++
-					if m := ranOut.FindStringSubmatch(s.Error); m != nil {
-						z.ColdLimit[c] = m[1]
-					}
-				}
-			}
-			z.Steady[c] = trafficFig(ss, c, "steady")
-			if c == resyncdName || c == resyncdServerName || c == resyncdGraphName || c == resyncdTwoName {
-				z.Steady[c+firstSuffix] = trafficFig(ss, c, "first")
-			}
-			z.ColdRSS[c] = pick(ss, c, "cold", func(s *Sample) float64 { return float64(s.PeakRSS) })
-			z.SyncRSS[c] = peakPerRep(ss, c, inSync, false)
-			z.SyncHeap[c] = peakPerRep(ss, c, inSync, true)
-			d := func(f func(*Sample) float64) stat { return pick(ss, c, "drift", f) }
-			z.Drift[c] = driftFig{
-				Drifted:      d(func(s *Sample) float64 { return float64(s.Drifted) }),
-				ChildWrites:  d(func(s *Sample) float64 { return s.Traffic.ChildWrites }),
-				StatusWrites: d(func(s *Sample) float64 { return s.Traffic.StatusWrites }),
-				StillDrifted: d(func(s *Sample) float64 { return float64(s.StillDrifted) }),
-				AgainWrites:  pick(ss, c, "again", func(s *Sample) float64 { return s.Traffic.Writes() }),
-			}
-		}
-		z.Targets = targets(z)
-		sum.sizes = append(sum.sizes, z)
 	}
 	return sum
+}
+
+// sizeOf is the figures of every contender at N; ok is false where none
+// ran (-only of graph depth alone).
+func sizeOf(res *Results, n int) (_ sizeSummary, ok bool) {
+	names := []string{resyncdName, resyncdServerName, resyncdGraphName, resyncdTwoName, resyncdOneNSName, crName, cr8Name, floorName, listName,
+		resyncdName + baselineSuffix, resyncdGraphName + baselineSuffix}
+	var ss []*Sample
+	for _, s := range res.Samples {
+		if s.N == n {
+			ss = append(ss, s)
+		}
+	}
+	if len(ss) == 0 {
+		return sizeSummary{}, false
+	}
+	z := sizeSummary{N: n, Cold: map[string]stat{}, ColdFailed: map[string]int{}, ColdLimit: map[string]string{}, Steady: map[string]steadyFig{}, ColdRSS: map[string]stat{}, SyncRSS: map[string]stat{}, SyncHeap: map[string]stat{}, Drift: map[string]driftFig{}}
+	for _, c := range names {
+		z.Cold[c] = pick(ss, c, "cold", func(s *Sample) float64 { return s.Seconds })
+		for _, s := range ss {
+			if s.Contender == c && s.Phase == "cold" && s.Error != "" {
+				z.ColdFailed[c]++
+				if m := ranOut.FindStringSubmatch(s.Error); m != nil {
+					z.ColdLimit[c] = m[1]
+				}
+			}
+		}
+		z.Steady[c] = trafficFig(ss, c, "steady")
+		if c == resyncdName || c == resyncdServerName || c == resyncdGraphName || c == resyncdTwoName {
+			z.Steady[c+firstSuffix] = trafficFig(ss, c, "first")
+		}
+		z.ColdRSS[c] = pick(ss, c, "cold", func(s *Sample) float64 { return float64(s.PeakRSS) })
+		z.SyncRSS[c] = peakPerRep(ss, c, inSync, false)
+		z.SyncHeap[c] = peakPerRep(ss, c, inSync, true)
+		d := func(f func(*Sample) float64) stat { return pick(ss, c, "drift", f) }
+		z.Drift[c] = driftFig{
+			Drifted:      d(func(s *Sample) float64 { return float64(s.Drifted) }),
+			ChildWrites:  d(func(s *Sample) float64 { return s.Traffic.ChildWrites }),
+			StatusWrites: d(func(s *Sample) float64 { return s.Traffic.StatusWrites }),
+			StillDrifted: d(func(s *Sample) float64 { return float64(s.StillDrifted) }),
+			AgainWrites:  pick(ss, c, "again", func(s *Sample) float64 { return s.Traffic.Writes() }),
+		}
+	}
+	return z, true
 }
 
 // ranOut finds, in a run's error, the time it had to converge.
@@ -596,7 +611,8 @@ func (sum *summary) markdown(jsonPath string) string {
 	if jsonPath != "" {
 		p("- Every sample: [`%s`](../%s).\n", filepath.ToSlash(jsonPath), filepath.ToSlash(jsonPath))
 	}
-	p("\n%s", sum.tables())
+	p("\n%s", sum.fixedPart())
+	p("%s", sum.tables())
 	p("%s", sum.scale())
 	p("%s", sum.tradeOff())
 	p("%s", sum.graphDepth())

@@ -187,7 +187,11 @@ func churnReport(p func(string, ...any), to *TradeOff) {
 		return
 	}
 	p("**Under churn.** The same N parents in sync, on a control plane of each contender's own with %d unrelated\n", ch.Objects)
-	p("Deployments and as many Services, while another client writes an annotation to each Deployment in turn, once\n")
+	if ch.DeploymentsOnly {
+		p("Deployments, while another client writes an annotation to each in turn, once\n")
+	} else {
+		p("Deployments and as many Services, while another client writes an annotation to each Deployment in turn, once\n")
+	}
 	p("every %.0f s (N/10): %.1f writes a second asked for. Side by side over the same %.0f-second window, once the churn\n", ch.PeriodSeconds, float64(ch.Objects)/ch.PeriodSeconds, ch.Windows[0].Seconds)
 	p("has gone on for a while; CPU is user and system time (/proc/PID/stat), peak RSS the largest sampled each second; bytes are what\n")
 	p("the API server sent of the four collections (LIST pages and watch events):\n\n")
