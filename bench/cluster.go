@@ -188,7 +188,8 @@ func (c *cluster) children(ctx context.Context, managedBy string) ([]appsv1.Depl
 }
 
 // converged says what is missing for n parents to count as converged: a
-// Deployment and a Service each, and a status for the current generation.
+// Deployment and a Service each, holding what the parent asks for in the
+// fields drift changes, and a status for the current generation.
 func (c *cluster) converged(ctx context.Context, n int, managedBy string) error {
 	deps, svcs, err := c.children(ctx, managedBy)
 	if err != nil {
@@ -205,8 +206,22 @@ func (c *cluster) converged(ctx context.Context, n int, managedBy string) error 
 			withStatus++
 		}
 	}
-	if len(deps) != n || len(svcs) != n || withStatus != n {
-		return fmt.Errorf("not converged: %d Deployments, %d Services, %d statuses for %d parents", len(deps), len(svcs), withStatus, n)
+	if len(parents.Items) != n || len(deps) != n || len(svcs) != n || withStatus != n {
+		return fmt.Errorf("not converged: %d Deployments, %d Services, %d statuses for %d parents, want %d", len(deps), len(svcs), withStatus, len(parents.Items), n)
+	}
+	drifted := 0
+	for i := range deps {
+		if !deploymentInSync(&deps[i]) {
+			drifted++
+		}
+	}
+	for i := range svcs {
+		if !serviceInSync(&svcs[i]) {
+			drifted++
+		}
+	}
+	if drifted > 0 {
+		return fmt.Errorf("not converged: %d children drifted", drifted)
 	}
 	return nil
 }

@@ -98,7 +98,10 @@ the raw LIST; ` + "`make bench-scale`" + ` runs those it names at every N):
    day): its first pass (nothing remembered from an earlier pass: what a restart
    costs), then ` + "`-reps`" + ` rounds of a steady pass, drift and two more passes. For
    controller-runtime, a restart until every parent is reconciled again (what a
-   resync or a new leader costs it). The raw LIST runs beside resyncd's steady
+   resync or a new leader costs it). The contenders no target is on (driftCheck
+   server, two clusters, one namespace, controller-runtime) make one round in
+   ` + "`make bench`" + ` (` + "`-untargeted-rounds 1`" + `): driftCheck server's three took two minutes
+   there. The raw LIST runs beside resyncd's steady
    pass. The "seconds" column is what the process timed itself: resyncd's pass
    duration, the LIST loop, controller-runtime's start to reconciled.
 3. **Drift**: 5% of the children, picked at random, are changed by another field
@@ -114,7 +117,9 @@ the raw LIST; ` + "`make bench-scale`" + ` runs those it names at every N):
      100 per namespace, the same shape as the children but for their labels,
      created by another client before the contenders run and deleted after. Each
      of resyncd, controller-runtime (1 and 8 workers) and the raw LIST keeps the
-     same N parents in sync among them as in step 2, ` + "`-reps`" + ` times; the report sets
+     same N parents in sync among them as in step 2, ` + "`-reps`" + ` times, on a cluster
+     the contender converged among them or found in sync as it keeps it (resyncd's
+     after its own passes, the one worker's for the eight); the report sets
      peak RSS, peak heap, requests and bytes beside step 2's, without them.
      resyncd reads children with its label selector, so the server filters them
      out; controller-runtime's informers hold every Deployment and Service.

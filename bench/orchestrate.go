@@ -245,6 +245,8 @@ type bench struct {
 	coldMax   int
 	// targetColdMax is -target-cold-reps-up-to.
 	targetColdMax int
+	// untargetedRounds is -untargeted-rounds.
+	untargetedRounds int
 	// allMax is -all-up-to.
 	allMax  int
 	only    map[string]bool
@@ -278,6 +280,7 @@ func orchestrate(args []string) error {
 	work := fs.String("work", ".run/bench", "directory for the kubeconfig, configurations and the control plane's log")
 	coldMax := fs.Int("cold-reps-up-to", 2000, "repeat cold convergence -reps times up to this N; above it, once")
 	allMax := fs.Int("all-up-to", 0, "above this N, only the contenders a target is on run (resyncd, the raw-SSA floor, the raw LIST and a -baseline's resyncd); 0: every contender at every N")
+	untargetedRounds := fs.Int("untargeted-rounds", 0, "rounds of steady passes and drift of the contenders no target is on (driftCheck server, two clusters, one namespace, controller-runtime); 0: -reps")
 	targetColdMax := fs.Int("target-cold-reps-up-to", 5000, "repeat the cold convergence of the contenders a cold target is on (resyncd, the raw-SSA floor, the graph) -reps times up to this N, above -cold-reps-up-to too")
 	only := fs.String("only", "", "run only these contenders, comma-separated (development)")
 	profile := fs.String("profile", "", "write pprof CPU and heap profiles of every resyncd run into this directory")
@@ -336,7 +339,11 @@ func orchestrate(args []string) error {
 	if err != nil {
 		return err
 	}
+	if *untargetedRounds < 0 {
+		return fmt.Errorf("-untargeted-rounds %d: must not be negative", *untargetedRounds)
+	}
 	b.coldMax, b.targetColdMax, b.allMax, b.profile = *coldMax, *targetColdMax, *allMax, *profile
+	b.untargetedRounds = *untargetedRounds
 	b.tradeOffN, b.tradeOffOpts, b.depthN, b.ringN, b.fixedN = to.n, to, *depthN, rings, *fixedN
 	if *baseline != "" {
 		if b.baseline, err = filepath.Abs(*baseline); err == nil {
@@ -479,7 +486,7 @@ func (b *bench) measureSize(ctx context.Context, res *Results, cs []contender, n
 			if rep < colds || !c.Repeats || s.Error != "" {
 				continue
 			}
-			samples, err := b.repeats(ctx, c, n, reps, drift)
+			samples, err := b.repeats(ctx, c, n, b.rounds(c, reps), drift)
 			res.Samples = append(res.Samples, samples...)
 			if err != nil {
 				return err
@@ -506,6 +513,16 @@ func (b *bench) colds(c contender, n, reps int) int {
 		return reps
 	}
 	return 1
+}
+
+// rounds is how many rounds of steady passes and drift c makes: reps,
+// or -untargeted-rounds for the contenders no target is on (a steady or a
+// cold one: the graph's are against the built-in renderer).
+func (b *bench) rounds(c contender, reps int) int {
+	if b.untargetedRounds > 0 && !c.Targeted && !c.ColdRepeats {
+		return min(b.untargetedRounds, reps)
+	}
+	return reps
 }
 
 // reportFrom writes the report of an earlier run's results.

@@ -44,6 +44,30 @@ func TestColds(t *testing.T) {
 	}
 }
 
+// TestRounds: with -untargeted-rounds, the contenders no target is on
+// make that many rounds of steady passes and drift, the others -reps.
+func TestRounds(t *testing.T) {
+	byName := map[string]contender{}
+	for _, c := range contenders() {
+		byName[c.Name] = c
+	}
+	for _, tc := range []struct {
+		untargeted int
+		name       string
+		want       int
+	}{
+		{0, resyncdServerName, 3}, {0, crName, 3}, {0, resyncdName, 3},
+		{1, resyncdName, 3}, {1, resyncdGraphName, 3}, {1, resyncdName + baselineSuffix, 3},
+		{1, resyncdServerName, 1}, {1, resyncdTwoName, 1}, {1, resyncdOneNSName, 1}, {1, crName, 1}, {1, cr8Name, 1},
+		{5, crName, 3},
+	} {
+		b := &bench{untargetedRounds: tc.untargeted}
+		if got := b.rounds(byName[tc.name], 3); got != tc.want {
+			t.Errorf("-untargeted-rounds %d: %s: %d rounds, want %d", tc.untargeted, tc.name, got, tc.want)
+		}
+	}
+}
+
 // TestRunAt: above -all-up-to only the contenders a target is on run,
 // each up to its MaxN.
 func TestRunAt(t *testing.T) {
