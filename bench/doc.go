@@ -143,8 +143,9 @@ the raw LIST; ` + "`make bench-scale`" + ` runs those it names at every N):
    - **Under churn** (` + "`-churn-window`" + `, 90 seconds; 0 leaves it out): on three of the
      control planes above, which hold the N parents in sync already, with 4N
      unrelated Deployments loaded into each (no Service: the churn changes
-     Deployments, and 4N Services, each a ClusterIP to allocate, took the
-     servers longer to create than the window lasts): the 30-second plane and the
+     Deployments; with as many Services beside them, each a ClusterIP to
+     allocate, loading took the three servers 2.5–3.2 minutes, the Deployments
+     alone under a minute): the 30-second plane and the
      controller-runtime plane, their contenders still running, and the idle plane,
      with controller-runtime with 8 workers started on it (the 5-minute plane is
      stopped). The quiet window and the churn are so measured on the same servers.
@@ -265,9 +266,11 @@ runtime, the binary and memory the runtime has not yet returned.
   start has nothing to remember.
 - **Peak RSS** of resyncd is a fixed part and a part that grows with the largest
   namespace and, slowly, with the parents.
-  - The fixed part, with ten parents: 46–47 MiB at its peak and 44–45 MiB once in
-    sync, of which 13–14 MiB are the Go heap and runtime (7.5 MiB of heap in use)
-    and 31–34 MiB pages of the 58 MB executable. The kernel maps a file's pages in
+  - The fixed part, with ten parents, is a figure of its own (The fixed part,
+    below: 47 MiB in sync and 13 MiB of heap at commit d522d36, against a target
+    of 35). Measured by hand at commit 634f580: 46–47 MiB at its peak and 44–45
+    MiB once in sync, of which 13–14 MiB are the Go heap and runtime (7.5 MiB of
+    heap in use) and 31–34 MiB pages of the 58 MB executable. The kernel maps a file's pages in
     aligned runs of 64 KiB (fault-around) as soon as one byte of a run is read, and
     /proc/PID/pagemap read against the executable's sections shows each run of
     resyncd's all resident or not at all: once in sync with ten parents, 276 of
