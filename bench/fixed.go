@@ -11,12 +11,7 @@ import (
 // every resyncd holds whatever it manages: the executable's pages, the
 // runtime, the schemas tier 1 reads, its clients.
 func (b *bench) measureFixed(ctx context.Context, res *Results, n, reps int, drift float64) error {
-	var rs contender
-	for _, c := range contenders() {
-		if c.Name == resyncdName {
-			rs = c
-		}
-	}
+	rs := contenderNamed(resyncdName)
 	progress("N=%d fixed part", n)
 	s, err := b.cold(ctx, rs, n, 1, 1)
 	if s != nil {

@@ -153,6 +153,17 @@ func contenders() []contender {
 	}
 }
 
+// contenderNamed is the contender of that name; the zero contender if
+// there is none.
+func contenderNamed(name string) contender {
+	for _, c := range contenders() {
+		if c.Name == name {
+			return c
+		}
+	}
+	return contender{}
+}
+
 // resyncdConfig is resyncd's default configuration with the client-side
 // write limits lifted, as the floor has none: the API server is the limit.
 const resyncdConfig = `# resyncd's defaults, but for the client-side write limits: the bench

@@ -10,10 +10,6 @@ import (
 // target repeat, and only up to -target-cold-reps-up-to.
 func TestColds(t *testing.T) {
 	b := &bench{coldMax: 2000, targetColdMax: 5000}
-	byName := map[string]contender{}
-	for _, c := range contenders() {
-		byName[c.Name] = c
-	}
 	for _, tc := range []struct {
 		name string
 		n    int
@@ -23,7 +19,7 @@ func TestColds(t *testing.T) {
 		{resyncdName, 5000, 3}, {floorName, 5000, 3}, {crName, 5000, 1}, {resyncdServerName, 5000, 1},
 		{resyncdName, 20000, 1}, {floorName, 20000, 1},
 	} {
-		if got := b.colds(byName[tc.name], tc.n, 3); got != tc.want {
+		if got := b.colds(contenderNamed(tc.name), tc.n, 3); got != tc.want {
 			t.Errorf("%s at N = %d: %d cold runs, want %d", tc.name, tc.n, got, tc.want)
 		}
 	}
@@ -38,7 +34,7 @@ func TestColds(t *testing.T) {
 		{resyncdName, 1000, 3}, {floorName, 1000, 3}, {resyncdGraphName, 1000, 3},
 		{crName, 1000, 1}, {cr8Name, 1000, 1}, {resyncdServerName, 1000, 1}, {resyncdTwoName, 1000, 1}, {resyncdOneNSName, 1000, 1},
 	} {
-		if got := b.colds(byName[tc.name], tc.n, 3); got != tc.want {
+		if got := b.colds(contenderNamed(tc.name), tc.n, 3); got != tc.want {
 			t.Errorf("-cold-reps-up-to 0: %s at N = %d: %d cold runs, want %d", tc.name, tc.n, got, tc.want)
 		}
 	}
@@ -47,10 +43,6 @@ func TestColds(t *testing.T) {
 // TestRounds: with -untargeted-rounds, the contenders no target is on
 // make that many rounds of steady passes and drift, the others -reps.
 func TestRounds(t *testing.T) {
-	byName := map[string]contender{}
-	for _, c := range contenders() {
-		byName[c.Name] = c
-	}
 	for _, tc := range []struct {
 		untargeted int
 		name       string
@@ -62,7 +54,7 @@ func TestRounds(t *testing.T) {
 		{5, crName, 3},
 	} {
 		b := &bench{untargetedRounds: tc.untargeted}
-		if got := b.rounds(byName[tc.name], 3); got != tc.want {
+		if got := b.rounds(contenderNamed(tc.name), 3); got != tc.want {
 			t.Errorf("-untargeted-rounds %d: %s: %d rounds, want %d", tc.untargeted, tc.name, got, tc.want)
 		}
 	}
