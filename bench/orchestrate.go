@@ -340,6 +340,9 @@ func orchestrate(args []string) error {
 	if *fixedN < 0 {
 		return fmt.Errorf("-fixed-n %d: must not be negative", *fixedN)
 	}
+	if *untargetedRounds < 0 {
+		return fmt.Errorf("-untargeted-rounds %d: must not be negative", *untargetedRounds)
+	}
 	if *reps < 1 {
 		return fmt.Errorf("-reps %d: must be at least 1", *reps)
 	}
@@ -349,9 +352,6 @@ func orchestrate(args []string) error {
 	b, err := setUp(*work, *resyncdBin)
 	if err != nil {
 		return err
-	}
-	if *untargetedRounds < 0 {
-		return fmt.Errorf("-untargeted-rounds %d: must not be negative", *untargetedRounds)
 	}
 	b.coldMax, b.targetColdMax, b.allMax, b.profile = *coldMax, *targetColdMax, *allMax, *profile
 	b.untargetedRounds = *untargetedRounds
