@@ -64,9 +64,10 @@ func churnPeriod(n int) time.Duration {
 // planes, which hold the N parents in sync already: resyncd's and
 // controller-runtime's keep running, the idle one gets controller-runtime
 // with eight workers, and each gets the unrelated Deployments, which are
-// what changes (no Service: creating 4N of them, each a ClusterIP to
-// allocate, took longer than the window); the others are stopped. The quiet window and the churn are
-// then measured on the same servers.
+// what changes (no Service: with as many Services beside them, each a
+// ClusterIP to allocate, loading took the three servers 2.5–3.2 minutes,
+// the Deployments alone under one); the others are stopped. The quiet
+// window and the churn are then measured on the same servers.
 func (b *bench) churn(ctx context.Context, n int, quiet []*windowPlane) (*Churn, error) {
 	o := b.tradeOffOpts
 	ch := &Churn{N: n, Objects: o.others * n, PeriodSeconds: churnPeriod(n).Seconds(), DeploymentsOnly: true}

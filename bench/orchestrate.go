@@ -527,8 +527,9 @@ func (b *bench) colds(c contender, n, reps int) int {
 }
 
 // rounds is how many rounds of steady passes and drift c makes: reps,
-// or -untargeted-rounds for the contenders no target is on (a steady or a
-// cold one: the graph's are against the built-in renderer).
+// or -untargeted-rounds for the contenders no target is on, neither
+// Targeted nor ColdRepeats (the graph's targets hold it to the built-in
+// renderer, so it keeps its rounds).
 func (b *bench) rounds(c contender, reps int) int {
 	if b.untargetedRounds > 0 && !c.Targeted && !c.ColdRepeats {
 		return min(b.untargetedRounds, reps)
