@@ -305,7 +305,8 @@ runtime, the binary and memory the runtime has not yet returned.
     ([` + "`bench/results/2026-12-03-memory-20000-cf87ae5.json`" + `](../bench/results/2026-12-03-memory-20000-cf87ae5.json)),
     the heap the collector found live was 16–18 MiB against 7–8 over 50
     namespaces, and the in-sync RSS 75 MiB, 1.08× the raw LIST (90 MiB, 1.33×,
-    in the scale record of 2026-12-02). Kinds a graph may place in another
+    in the scale record of 2026-12-02); in the scale record of 2026-12-04,
+    commit c34f92a, 74 MiB against the raw LIST's 77, 0.96×. Kinds a graph may place in another
     namespace than the parent's are read first and held through the pass.
   - A parent with work is held, with its children, until its job runs: the parent
     as S2-compressed JSON, compressed against a dictionary that is the first
@@ -338,7 +339,13 @@ runtime, the binary and memory the runtime has not yet returned.
     keeps resyncd's RSS above the raw LIST's at 20,000 is the rest of the
     process, 45 MiB of its 73 against 37 of the raw LIST's 68: mostly the
     executable's pages and the runtime of the fixed part above. The raw LIST's
-    own peak moved by 5 MiB between the two records, as much as the gap. The cold process, every parent a job, peaked at 105 MiB at
+    own peak moved by 5 MiB between the two records, as much as the gap. In
+    the scale record of 2026-12-04, commit c34f92a
+    ([` + "`bench/results/2026-12-04-scale.json`" + `](../bench/results/2026-12-04-scale.json)),
+    resyncd had 55 and 71 MiB in sync at 5,000 and 20,000 (heap 14 and 29
+    MiB) against the raw LIST's 77 and 75 (heap 33 and 30), 0.71× and 0.95×,
+    1.15 KiB a parent between them: within the target at 20,000 by 4 MiB,
+    less than the raw LIST's own peak moves from run to run. The cold process, every parent a job, peaked at 105 MiB at
     20,000, against 130 at 9979366 and 301ccd4 and 174 at cf87ae5, whose jobs
     held their children, refreshed, until the pass ended.
   - Between passes it keeps, per child and per idle parent, a 128-bit hash of the
