@@ -345,7 +345,8 @@ runtime, the binary and memory the runtime has not yet returned.
     resyncd had 55 and 71 MiB in sync at 5,000 and 20,000 (heap 14 and 29
     MiB) against the raw LIST's 77 and 75 (heap 33 and 30), 0.71× and 0.95×,
     1.15 KiB a parent between them: within the target at 20,000 by 4 MiB,
-    less than the raw LIST's own peak moves from run to run. The cold process, every parent a job, peaked at 105 MiB at
+    less than the raw LIST's own peak moved between the scale records (69
+    MiB at 20,000 in 2026-12-02's, 75 in this one). The cold process, every parent a job, peaked at 105 MiB at
     20,000, against 130 at 9979366 and 301ccd4 and 174 at cf87ae5, whose jobs
     held their children, refreshed, until the pass ended.
   - Between passes it keeps, per child and per idle parent, a 128-bit hash of the
