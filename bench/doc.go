@@ -51,7 +51,8 @@ from the samples of a run.
     both servers'. Both control planes share the machine's cores with resyncd, so
     the figure shows what one process pays for a second cluster, not the speed-up
     two machines would give.
-  - **resyncd, N parents in one namespace** (` + "`make bench-scale`" + `, up to N = 5,000): the
+  - **resyncd, N parents in one namespace** (` + "`make bench-scale`" + ` only, up to N = 5,000;
+    ` + "`make bench`" + ` leaves it out with ` + "`-skip`" + `): the
     same as resyncd, with every parent in one namespace. A pass holds one
     namespace's children at a time, so its memory grows with the largest
     namespace: this is the bound.
@@ -99,7 +100,7 @@ the raw LIST; ` + "`make bench-scale`" + ` runs those it names at every N):
    costs), then ` + "`-reps`" + ` rounds of a steady pass, drift and two more passes. For
    controller-runtime, a restart until every parent is reconciled again (what a
    resync or a new leader costs it). The contenders no target is on (driftCheck
-   server, two clusters, one namespace, controller-runtime) make one round in
+   server, two clusters, controller-runtime) make one round in
    ` + "`make bench`" + ` (` + "`-untargeted-rounds 1`" + `): driftCheck server's three took two minutes
    there. The raw LIST runs beside resyncd's steady
    pass. The "seconds" column is what the process timed itself: resyncd's pass
@@ -125,29 +126,30 @@ the raw LIST; ` + "`make bench-scale`" + ` runs those it names at every N):
      out; controller-runtime's informers hold every Deployment and Service.
    - **Over time**: four more control planes, started side by side, each with N
      parents: one idle (converged by controller-runtime with 8 workers, then no client), one each
-     under ` + "`resyncd run`" + ` at an interval of 30 s and of 5 minutes, one under
+     under ` + "`resyncd run`" + ` at an interval of 30 s (the default) and of 3 minutes (` + "`-intervals`" + `), one under
      controller-runtime with its watches open. Once all are in sync, one window
-     (5 minutes, ` + "`-window`" + `) is measured on all of them at once (while the unrelated
-     objects' figures run on the first control plane): the CPU time of each
+     (3 minutes, ` + "`-window`" + `; a pass each interval, so the longer interval's plane makes one) is measured on all of them at once: the CPU time of each
      kube-apiserver and etcd process from /proc/PID/stat (user and system), and
      the requests and bytes of the four collections. Figures are scaled to an hour;
      "above the idle server" subtracts the idle plane's CPU. Control planes differ by
-     a few percent even when idle (compare the 5-minute interval's plane with the
-     idle one), which bounds what the window can tell apart.
+     a few percent even when idle (compare the 3-minute interval's plane with the
+     idle one), which bounds what the window can tell apart. The figures among
+     unrelated objects, which count memory, requests and bytes but no time, run
+     on the first control plane meanwhile, from these planes' start.
    - **Drift latency**: on the 30-second plane and the controller-runtime plane, at
      the same time, 60 children picked at random are changed (as in step 3) at
-     random moments over 90 seconds (` + "`-latency-changes`" + `, ` + "`-latency-span`" + `). A
+     random moments over 60 seconds (` + "`-latency-changes`" + `, ` + "`-latency-span`" + `). A
      watch of the bench's own on the contender's children stamps when the API
      server holds each drifted object and when it holds the repaired one; the
      figure is the time between, as p50, p99 (nearest rank) and max.
-   - **Under churn** (` + "`-churn-window`" + `, 90 seconds; 0 leaves it out): on three of the
+   - **Under churn** (` + "`-churn-window`" + `, 60 seconds; 0 leaves it out): on three of the
      control planes above, which hold the N parents in sync already, with 4N
      unrelated Deployments loaded into each (no Service: the churn changes
      Deployments; with as many Services beside them, each a ClusterIP to
      allocate, loading took the three servers 2.5–3.2 minutes, the Deployments
      alone under a minute): the 30-second plane and the
      controller-runtime plane, their contenders still running, and the idle plane,
-     with controller-runtime with 8 workers started on it (the 5-minute plane is
+     with controller-runtime with 8 workers started on it (the 3-minute plane is
      stopped). The quiet window and the churn are so measured on the same servers.
      Another client writes an annotation to each unrelated Deployment in turn, each once every N/10 seconds
      (at least every second): 4N / (N/10) = 40 writes a second at any N, one write at

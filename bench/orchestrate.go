@@ -153,6 +153,27 @@ func contenders() []contender {
 	}
 }
 
+// contenderSet is the names of a comma-separated list of contenders;
+// an error names the flag and each name no contender has.
+func contenderSet(flagName, list string) (map[string]bool, error) {
+	set := map[string]bool{}
+	var unknown []string
+	for f := range strings.SplitSeq(list, ",") {
+		name := strings.TrimSpace(f)
+		switch {
+		case name == "":
+		case contenderNamed(name).Name == "":
+			unknown = append(unknown, strconv.Quote(name))
+		default:
+			set[name] = true
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("%s %q: no contender is named %s", flagName, list, strings.Join(unknown, ", "))
+	}
+	return set, nil
+}
+
 // contenderNamed is the contender of that name; the zero contender if
 // there is none.
 func contenderNamed(name string) contender {
@@ -259,8 +280,10 @@ type bench struct {
 	// untargetedRounds is -untargeted-rounds.
 	untargetedRounds int
 	// allMax is -all-up-to.
-	allMax  int
-	only    map[string]bool
+	allMax int
+	only   map[string]bool
+	// skip are the contenders -skip leaves out.
+	skip    map[string]bool
 	profile string
 	// tradeOffN is the N at which the trade-off against watching is
 	// measured; 0: nowhere.
@@ -294,6 +317,7 @@ func orchestrate(args []string) error {
 	untargetedRounds := fs.Int("untargeted-rounds", 0, "rounds of steady passes and drift of the contenders no target is on (driftCheck server, two clusters, one namespace, controller-runtime); 0: -reps")
 	targetColdMax := fs.Int("target-cold-reps-up-to", 5000, "repeat the cold convergence of the contenders a cold target is on (resyncd, the raw-SSA floor, the graph) -reps times up to this N, above -cold-reps-up-to too")
 	only := fs.String("only", "", "run only these contenders, comma-separated (development)")
+	skip := fs.String("skip", "", "leave out these contenders of -only's, comma-separated (make bench leaves "+resyncdOneNSName+" to make bench-scale)")
 	profile := fs.String("profile", "", "write pprof CPU and heap profiles of every resyncd run into this directory")
 	fixedN := fs.Int("fixed-n", 0, "measure resyncd keeping this many parents in sync, the part of its memory that does not grow with them, against a target (0: not at all; with -only, only if it lists "+resyncdName+")")
 	depthN := fs.Int("depth-n", 0, "measure the passes and seconds to converge this many WebApps under a graph four deep and one deep (0: not at all; with -only, only if it lists "+depthName+")")
@@ -303,11 +327,11 @@ func orchestrate(args []string) error {
 	var to tradeOffOptions
 	fs.IntVar(&to.n, "tradeoff-n", 0, "measure the trade-off against watching at this N, one of -sizes (0: not at all)")
 	fs.IntVar(&to.others, "others", 4, "unrelated Deployments, and Services, in the trade-off: this many times N")
-	fs.DurationVar(&to.window, "window", 5*time.Minute, "the trade-off's window with everything in sync")
-	intervals := fs.String("intervals", "30s,5m", "resyncd's intervals in the trade-off's window, comma-separated; drift latency at the first")
-	fs.DurationVar(&to.latencySpan, "latency-span", 90*time.Second, "the span over which drift is injected at random moments")
+	fs.DurationVar(&to.window, "window", 3*time.Minute, "the trade-off's window with everything in sync")
+	intervals := fs.String("intervals", "30s,3m", "resyncd's intervals in the trade-off's window, comma-separated; drift latency at the first")
+	fs.DurationVar(&to.latencySpan, "latency-span", 60*time.Second, "the span over which drift is injected at random moments")
 	fs.IntVar(&to.latencyChanges, "latency-changes", 60, "the number of children drifted over -latency-span")
-	fs.DurationVar(&to.churnWindow, "churn-window", 90*time.Second, "the trade-off's window with the unrelated Deployments changing, each once every N/10 seconds (0: no churn)")
+	fs.DurationVar(&to.churnWindow, "churn-window", 60*time.Second, "the trade-off's window with the unrelated Deployments changing, each once every N/10 seconds (0: no churn)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -346,6 +370,10 @@ func orchestrate(args []string) error {
 	if *reps < 1 {
 		return fmt.Errorf("-reps %d: must be at least 1", *reps)
 	}
+	skipped, err := contenderSet("-skip", *skip)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -354,7 +382,7 @@ func orchestrate(args []string) error {
 		return err
 	}
 	b.coldMax, b.targetColdMax, b.allMax, b.profile = *coldMax, *targetColdMax, *allMax, *profile
-	b.untargetedRounds = *untargetedRounds
+	b.untargetedRounds, b.skip = *untargetedRounds, skipped
 	b.tradeOffN, b.tradeOffOpts, b.depthN, b.ringN, b.fixedN = to.n, to, *depthN, rings, *fixedN
 	if *baseline != "" {
 		if b.baseline, err = filepath.Abs(*baseline); err == nil {
@@ -448,15 +476,7 @@ func (b *bench) runContenders(ctx context.Context, res *Results, sizes []int, re
 			return err
 		}
 	}
-	var cs []contender
-	for _, c := range contenders() {
-		if c.Baseline && b.baseline == "" {
-			continue
-		}
-		if b.only == nil || b.only[c.Name] {
-			cs = append(cs, c)
-		}
-	}
+	cs := b.selected()
 	for i, n := range sizes {
 		if i > 0 {
 			if err := b.freshPlanes(); err != nil {
@@ -473,6 +493,14 @@ func (b *bench) runContenders(ctx context.Context, res *Results, sizes []int, re
 		}
 	}
 	return nil
+}
+
+// selected is the contenders this run measures: those -only names (all
+// without it) but those -skip names, and a -baseline's.
+func (b *bench) selected() []contender {
+	return slices.DeleteFunc(contenders(), func(c contender) bool {
+		return (c.Baseline && b.baseline == "") || (b.only != nil && !b.only[c.Name]) || b.skip[c.Name]
+	})
 }
 
 // measureSize measures every contender at N: cold convergence in rounds,

@@ -87,6 +87,39 @@ func TestRunAt(t *testing.T) {
 	}
 }
 
+// TestSelected: -only and -skip pick the contenders by name, a
+// -baseline's only with one, and -skip refuses a name no contender has.
+func TestSelected(t *testing.T) {
+	names := func(cs []contender) string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	skip, err := contenderSet("-skip", "resyncd-one-namespace, controller-runtime-8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		b    *bench
+		want string
+	}{
+		{&bench{}, "raw-ssa-floor,resyncd,resyncd-server,resyncd-graph,resyncd-2-clusters,resyncd-one-namespace,controller-runtime,controller-runtime-8"},
+		{&bench{skip: skip}, "raw-ssa-floor,resyncd,resyncd-server,resyncd-graph,resyncd-2-clusters,controller-runtime"},
+		{&bench{skip: skip, baseline: "old"}, "raw-ssa-floor,resyncd,resyncd-baseline,resyncd-server,resyncd-graph,resyncd-graph-baseline,resyncd-2-clusters,controller-runtime"},
+		{&bench{only: map[string]bool{"resyncd": true, "resyncd-one-namespace": true}, skip: skip}, "resyncd"},
+	} {
+		if got := names(tc.b.selected()); got != tc.want {
+			t.Errorf("only %v, skip %v, baseline %q: %s, want %s", tc.b.only, tc.b.skip, tc.b.baseline, got, tc.want)
+		}
+	}
+	if _, err := contenderSet("-skip", "resyncd,one-namespace,cr"); err == nil ||
+		err.Error() != `-skip "resyncd,one-namespace,cr": no contender is named "one-namespace", "cr"` {
+		t.Errorf("-skip with unknown names: %v", err)
+	}
+}
+
 // TestChurnCrossover: the rate at which the watch costs the server what
 // polling does lies on the line through the quiet window and the churn.
 func TestChurnCrossover(t *testing.T) {

@@ -80,31 +80,45 @@ type tradeOffOptions struct {
 }
 
 // tradeOff runs, at n: the window planes (idle, resyncd at each interval,
-// controller-runtime) side by side for the window while, on the main
-// plane, every contender keeps the cluster in sync with U = -others×N
-// unrelated Deployments and Services present; then drift injected at
-// random moments under resyncd at the first interval and under
-// controller-runtime, each on its window plane.
+// controller-runtime) started, converged, then side by side for the
+// window while, on the main plane from their start, every contender keeps
+// the cluster in sync with U = -others×N unrelated Deployments and
+// Services present; then drift injected at random moments under resyncd
+// at the first interval and under controller-runtime, each on its window
+// plane; then the churn.
 func (b *bench) tradeOff(ctx context.Context, res *Results, cs []contender, n, reps int) error {
 	o := b.tradeOffOpts
 	to := &TradeOff{N: n, Others: o.others * n}
 	res.TradeOff = to
+	// The figures among unrelated objects, on the main plane, count
+	// memory, requests and bytes, no time: they run while the window's
+	// planes start and converge, and through the window.
+	type othersDone struct {
+		samples []*Sample
+		err     error
+	}
+	others := make(chan othersDone, 1)
+	othersCtx, stopOthers := context.WithCancel(ctx)
+	defer stopOthers()
+	go func() {
+		samples, err := b.others(othersCtx, cs, n, reps, to.Others)
+		others <- othersDone{samples, err}
+	}()
 	planes, err := b.startWindowPlanes(ctx, n)
 	defer func() {
 		for _, p := range planes {
 			p.stop()
 		}
 	}()
-	if err != nil {
-		return err
+	if err == nil {
+		to.Windows = measureWindows(ctx, planes, o.window)
+	} else {
+		stopOthers() // the run fails: no need to wait for its figures
 	}
-	windows := make(chan []*WindowSample, 1)
-	go func() { windows <- measureWindows(ctx, planes, o.window) }()
-	samples, othersErr := b.others(ctx, cs, n, reps, to.Others)
-	res.Samples = append(res.Samples, samples...)
-	to.Windows = <-windows
-	if othersErr != nil {
-		return othersErr
+	done := <-others
+	res.Samples = append(res.Samples, done.samples...)
+	if err := errors.Join(err, done.err); err != nil {
+		return err
 	}
 	to.Latency = b.latencies(ctx, planes, n)
 	if o.churnWindow == 0 {
