@@ -67,7 +67,7 @@ BENCH_FLAGS ?=
 BENCH_RESULTS := bench/results/$(shell date -u +%Y-%m-%d).json
 
 .PHONY: bench
-bench: bins build ## resyncd's fixed part with 10 parents; at N = 1,000: resyncd against controller-runtime (1 and 8 workers), the raw-SSA floor and a raw LIST, over two clusters, among unrelated objects, over time, under churn and in drift latency, and the passes to converge a graph four deep against one deep; at 5,000 the contenders of the targets (resyncd, the floor, the raw LIST) (30–35 minutes on 2 cores, with the machine's speed): docs/benchmarks.md, bench/results/; BENCH_FLAGS="-baseline OLD" adds resyncd run with the build OLD, side by side (an A/B)
+bench: bins build ## resyncd's fixed part with 10 parents; at N = 1,000: resyncd against controller-runtime (1 and 8 workers), the raw-SSA floor and a raw LIST, over two clusters, among unrelated objects, over time, under churn and in drift latency, and the passes to converge a graph four deep against one deep; at 5,000 the contenders of the targets (resyncd, the floor, the raw LIST) (26 minutes on 2 cores; the machine's speed moves it by up to a fifth from day to day): docs/benchmarks.md, bench/results/; BENCH_FLAGS="-baseline OLD" adds resyncd run with the build OLD, side by side (an A/B)
 	cd bench && go build -o ../bin/bench .
 	bin/bench -sizes 1000,5000 -all-up-to 1000 -cold-reps-up-to 0 -reps 3 -untargeted-rounds 1 -skip resyncd-one-namespace -tradeoff-n 1000 -depth-n 1000 -fixed-n 10 -out $(BENCH_RESULTS) -doc docs/benchmarks.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
 

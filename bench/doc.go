@@ -256,7 +256,10 @@ runtime, the binary and memory the runtime has not yet returned.
   49, 73 and 98 s and resyncd 54, 64 and 100 s, round by round, where the run
   before had 96–97 and 107–113 s. The rounds keep each pair on the same footing
   (1.10×, 0.87× and 1.02× round by round); the median of three swings with
-  the machine.
+  the machine. At N = 1,000 a cold run takes 11–19 s and its ratio swings as
+  much: 1.15×, 1.06× and 0.97× round by round in the record of 9ff46d4 (1.12×
+  the median, not met), 1.18×, 0.89× and 1.35× in d522d36's (1.18×), 0.95× in
+  the scale record of c34f92a.
 - **Requests per steady pass** are the LIST pages: ⌈N/500⌉ for the parents and for
   each kind of child that exists, and one for an empty kind.
 - **Steady pass time** is the reading: each page is decoded one object at a time as
@@ -265,12 +268,20 @@ runtime, the binary and memory the runtime has not yet returned.
   extracted again, and a parent left with nothing to do, unchanged with its
   children, is not rendered again. What is left is the decoding and its garbage,
   on the cores the API server encodes the same pages with. The first pass after a
-  start has nothing to remember.
+  start has nothing to remember. At N = 1,000 a steady pass takes 0.2–0.5 s,
+  about the server's own time, and the graph's pass against the built-in
+  renderer's moves with the machine: in a steady pass neither renders (every
+  parent is unchanged, with its children), so both are the same reading of the
+  same pages. Round by round 1.23×, 1.37× and 0.81× in the record of 9ff46d4,
+  whose medians, 0.24 s against 0.20, miss the target of 1.2× by 0.005; over
+  the nine records of ` + "`make bench`" + ` since 2026-11-30 the medians' ratio was
+  0.51–1.20×, 0.97× at its median.
 - **Peak RSS** of resyncd is a fixed part and a part that grows with the largest
   namespace and, slowly, with the parents.
   - The fixed part, with ten parents, is a figure of its own (The fixed part,
-    below: 47 MiB in sync and 13 MiB of heap at commit d522d36, against a target
-    of 35). Measured by hand at commit 634f580: 46–47 MiB at its peak and 44–45
+    below: 51 MiB in sync and 12 MiB of heap at commit 9ff46d4, against a target
+    of 35; 47 and 13 MiB at d522d36, where the raw LIST beside it had 39 MiB
+    against 42 at 9ff46d4). Measured by hand at commit 634f580: 46–47 MiB at its peak and 44–45
     MiB once in sync, of which 13–14 MiB are the Go heap and runtime (7.5 MiB of
     heap in use) and 31–34 MiB pages of the 58 MB executable. The kernel maps a file's pages in
     aligned runs of 64 KiB (fault-around) as soon as one byte of a run is read, and
@@ -375,7 +386,10 @@ runtime, the binary and memory the runtime has not yet returned.
 - **Unrelated objects** cost resyncd nothing but the server's filtering: its LISTs
   carry its label selector, so neither requests nor bytes nor memory change.
   controller-runtime's informers LIST and hold every Deployment and Service, so
-  its bytes and memory grow with them.
+  its bytes and memory grow with them. resyncd's peak among them is its peak in
+  sync, most of it the fixed part: 54 MiB in the record of 9ff46d4 against
+  controller-runtime's 145, 0.37×. A third of 145 is 48 MiB, less than the fixed
+  part's 51 alone, so the target of ⅓ waits on the fixed part's.
 - **The server's cost over time**: a quiet watch costs the server almost nothing;
   a pass costs it the LIST pages of every parent and child each interval, so the
   cost of polling is the cost of a pass times the passes an hour, and a pass's

@@ -60,28 +60,30 @@ func TestRounds(t *testing.T) {
 	}
 }
 
+// contenderNames is the contenders' names, comma-separated.
+func contenderNames(cs []contender) string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Name)
+	}
+	return strings.Join(out, ",")
+}
+
 // TestRunAt: above -all-up-to only the contenders a target is on run,
 // each up to its MaxN.
 func TestRunAt(t *testing.T) {
-	names := func(cs []contender) string {
-		var out []string
-		for _, c := range cs {
-			out = append(out, c.Name)
-		}
-		return strings.Join(out, ",")
-	}
 	all := contenders()
 	for _, tc := range []struct {
 		allMax, n int
 		want      string
 	}{
-		{0, 5000, names(all)},
-		{1000, 1000, names(all)},
+		{0, 5000, contenderNames(all)},
+		{1000, 1000, contenderNames(all)},
 		{1000, 5000, "raw-ssa-floor,resyncd,resyncd-baseline"},
 		{1000, 20000, "raw-ssa-floor,resyncd,resyncd-baseline"},
 	} {
 		b := &bench{allMax: tc.allMax}
-		if got := names(b.runAt(all, tc.n)); got != tc.want {
+		if got := contenderNames(b.runAt(all, tc.n)); got != tc.want {
 			t.Errorf("-all-up-to %d, N = %d: %s, want %s", tc.allMax, tc.n, got, tc.want)
 		}
 	}
@@ -90,13 +92,6 @@ func TestRunAt(t *testing.T) {
 // TestSelected: -only and -skip pick the contenders by name, a
 // -baseline's only with one, and -skip refuses a name no contender has.
 func TestSelected(t *testing.T) {
-	names := func(cs []contender) string {
-		var out []string
-		for _, c := range cs {
-			out = append(out, c.Name)
-		}
-		return strings.Join(out, ",")
-	}
 	skip, err := contenderSet("-skip", "resyncd-one-namespace, controller-runtime-8")
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +105,7 @@ func TestSelected(t *testing.T) {
 		{&bench{skip: skip, baseline: "old"}, "raw-ssa-floor,resyncd,resyncd-baseline,resyncd-server,resyncd-graph,resyncd-graph-baseline,resyncd-2-clusters,controller-runtime"},
 		{&bench{only: map[string]bool{"resyncd": true, "resyncd-one-namespace": true}, skip: skip}, "resyncd"},
 	} {
-		if got := names(tc.b.selected()); got != tc.want {
+		if got := contenderNames(tc.b.selected()); got != tc.want {
 			t.Errorf("only %v, skip %v, baseline %q: %s, want %s", tc.b.only, tc.b.skip, tc.b.baseline, got, tc.want)
 		}
 	}
