@@ -169,7 +169,7 @@ func TestAdoptAnnotation(t *testing.T) {
 		t.Errorf("adopted Service given has ownerReferences %v; the garbage collector would delete it with its parent", refs)
 	}
 	if adopted("later") {
-		t.Fatal(`Service later was taken over with resyncd.io/rare: &liveRare{adopt: "true"}, which names no parent`)
+		t.Fatal(`Service later was taken over with resyncd.io/adopt: "true", which names no parent`)
 	}
 	if s := condition(t, h.mustGet(httpServices, ns, "given"), "Stalled"); s["status"] != "False" {
 		t.Errorf("given Stalled = %v", s)
