@@ -153,16 +153,17 @@ func contenders() []contender {
 	}
 }
 
-// contenderSet is the names of a comma-separated list of contenders;
-// an error names the flag and each name no contender has.
-func contenderSet(flagName, list string) (map[string]bool, error) {
+// contenderSet is the names of a comma-separated list of contenders, or
+// of the other figures named in also; an error names the flag and each
+// name that is neither.
+func contenderSet(flagName, list string, also ...string) (map[string]bool, error) {
 	set := map[string]bool{}
 	var unknown []string
 	for f := range strings.SplitSeq(list, ",") {
 		name := strings.TrimSpace(f)
 		switch {
 		case name == "":
-		case contenderNamed(name).Name == "":
+		case contenderNamed(name).Name == "" && !slices.Contains(also, name):
 			unknown = append(unknown, strconv.Quote(name))
 		default:
 			set[name] = true
@@ -317,7 +318,7 @@ func orchestrate(args []string) error {
 	untargetedRounds := fs.Int("untargeted-rounds", 0, "rounds of steady passes and drift of the contenders no target is on (driftCheck server, two clusters, one namespace, controller-runtime); 0: -reps")
 	targetColdMax := fs.Int("target-cold-reps-up-to", 5000, "repeat the cold convergence of the contenders a cold target is on (resyncd, the raw-SSA floor, the graph) -reps times up to this N, above -cold-reps-up-to too")
 	only := fs.String("only", "", "run only these contenders, comma-separated (development)")
-	skip := fs.String("skip", "", "leave out these contenders of -only's, comma-separated (make bench leaves "+resyncdOneNSName+" to make bench-scale)")
+	skip := fs.String("skip", "", "leave out these contenders, comma-separated (make bench leaves "+resyncdOneNSName+" to make bench-scale)")
 	profile := fs.String("profile", "", "write pprof CPU and heap profiles of every resyncd run into this directory")
 	fixedN := fs.Int("fixed-n", 0, "measure resyncd keeping this many parents in sync, the part of its memory that does not grow with them, against a target (0: not at all; with -only, only if it lists "+resyncdName+")")
 	depthN := fs.Int("depth-n", 0, "measure the passes and seconds to converge this many WebApps under a graph four deep and one deep (0: not at all; with -only, only if it lists "+depthName+")")
@@ -374,6 +375,10 @@ func orchestrate(args []string) error {
 	if err != nil {
 		return err
 	}
+	onlyThese, err := contenderSet("-only", *only, depthName, ringThreeName)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -394,10 +399,7 @@ func orchestrate(args []string) error {
 		}
 	}
 	if *only != "" {
-		b.only = map[string]bool{}
-		for _, c := range strings.Split(*only, ",") {
-			b.only[strings.TrimSpace(c)] = true
-		}
+		b.only = onlyThese
 	}
 	if b.profile != "" {
 		if err := os.MkdirAll(b.profile, 0o755); err != nil {

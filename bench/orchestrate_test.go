@@ -90,7 +90,8 @@ func TestRunAt(t *testing.T) {
 }
 
 // TestSelected: -only and -skip pick the contenders by name, a
-// -baseline's only with one, and -skip refuses a name no contender has.
+// -baseline's only with one; each refuses a name no contender (nor, for
+// -only, another figure) has.
 func TestSelected(t *testing.T) {
 	skip, err := contenderSet("-skip", "resyncd-one-namespace, controller-runtime-8")
 	if err != nil {
@@ -112,6 +113,12 @@ func TestSelected(t *testing.T) {
 	if _, err := contenderSet("-skip", "resyncd,one-namespace,cr"); err == nil ||
 		err.Error() != `-skip "resyncd,one-namespace,cr": no contender is named "one-namespace", "cr"` {
 		t.Errorf("-skip with unknown names: %v", err)
+	}
+	if only, err := contenderSet("-only", "resyncd,graph-depth,resyncd-ring-3", depthName, ringThreeName); err != nil || len(only) != 3 {
+		t.Errorf("-only with a contender, graph depth and the ring: %v, %v", only, err)
+	}
+	if _, err := contenderSet("-only", "resyncd,graph-depth", ringThreeName); err == nil {
+		t.Error("-only accepted graph-depth where it is not allowed")
 	}
 }
 
