@@ -78,6 +78,16 @@ type Config struct {
 // LocalCluster, and the commands print no cluster names.
 func (c *Config) ListsClusters() bool { return c.listed }
 
+// InCluster names what, of the cluster named cluster, in what the
+// commands print: "CLUSTER/what" when the configuration lists clusters,
+// else what alone.
+func (c *Config) InCluster(cluster, what string) string {
+	if !c.listed {
+		return what
+	}
+	return cluster + "/" + what
+}
+
 // Where returns where a key path was set, "FILE:LINE", or the file alone
 // when the key is not in it; for messages about the configuration that only
 // the cluster can find wrong (a resource that is not served, say).

@@ -5,7 +5,10 @@
 //
 // A pass is plan → write → fold (pass.go). plan.go turns the pages read
 // (through a pageReader, cluster.go) and the memory of the last pass
-// (memory.go) into jobs (job.go), one per parent with something to do.
+// (memory.go) into jobs (job.go), one per parent with something to do:
+// planparent.go decides what a parent needs (idle as last left, rendered,
+// stalled, its prunes), planchild.go what each rendered child needs, and
+// drift.go books the drift found into the report and the metrics.
 // write.go runs each job on one of the scheduler's workers
 // (scheduler.go), through an objectWriter: its child writes in graph order
 // (rendering the parent again from what a write returned, replan.go), its

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/resyncd/resyncd/daemon"
 	"github.com/resyncd/resyncd/engine"
 )
 
@@ -30,20 +31,18 @@ func newDiffCommand(g *globals) *cobra.Command {
 func runDiff(ctx context.Context, g *globals) error {
 	ctx, cancel := g.bounded(ctx)
 	defer cancel()
-	p, err := g.prepare()
+	p, err := g.prepare(false)
 	if err != nil {
 		return exitWith(2, err)
 	}
 	defer func() { _ = p.log.Sync() }()
-	reps, err := g.passOnce(ctx, p, func(*target) (engine.Options, func()) {
-		return engine.Options{ReadOnly: true, KeepFields: true}, func() {}
-	})
+	reps, err := p.PassOnce(ctx, daemon.OnceOptions{ReadOnly: true, KeepFields: true})
 	drifted := 0
 	for _, cr := range reps {
 		for _, r := range cr.Resources {
 			for _, d := range r.Drifts {
 				drifted++
-				d.Object = clusterPrefix(cr.cluster, p.cfg.ListsClusters()) + d.Object
+				d.Object = p.cfg.InCluster(cr.Cluster, d.Object)
 				if err := printDrift(g.stdout, d); err != nil {
 					return exitWith(2, err)
 				}

@@ -6,13 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
-)
+	"time"
 
-// version is stamped by the Makefile (-ldflags -X main.version=...).
-var version = "dev"
+	"github.com/spf13/cobra"
+)
 
 func main() {
 	ctx, stop := signalContext()
@@ -52,16 +53,43 @@ func signalContext() (context.Context, func()) {
 	return ctx, func() { signal.Stop(ch); cancel() }
 }
 
-// exitError carries the exit code a command wants.
-type exitError struct {
-	code int
-	err  error
+func run(ctx context.Context, args []string) error {
+	root, g := newRoot(os.Stdout, os.Stderr, args)
+	err := root.ExecuteContext(ctx)
+	return errors.Join(err, g.profiles.stop())
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
+func newRootCommand(stdout, stderr io.Writer, args []string) *cobra.Command {
+	root, _ := newRoot(stdout, stderr, args)
+	return root
+}
 
-// errSilent marks an error whose story the command has already told.
-var errSilent = errors.New("")
-
-func exitWith(code int, err error) error { return &exitError{code: code, err: err} }
+func newRoot(stdout, stderr io.Writer, args []string) (*cobra.Command, *globals) {
+	g := &globals{stdout: stdout}
+	root := &cobra.Command{
+		Use:   "resyncd",
+		Short: "Level-triggered resync daemon for Kubernetes",
+		Long: "resyncd LISTs the resources it watches on an interval, renders the child objects each\n" +
+			"should have, and repairs every difference with server-side apply. No informers, no watches.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			return g.profiles.start()
+		},
+	}
+	f := root.PersistentFlags()
+	f.StringVar(&g.configPath, "config", envOr("RESYNCD_CONFIG", DefaultConfigPath), "configuration file ($RESYNCD_CONFIG)")
+	f.StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig file; default: $KUBECONFIG, ~/.kube/config, then the in-cluster service account")
+	f.StringVar(&g.context, "context", "", "kubeconfig context")
+	f.StringVar(&g.logLevel, "log-level", "", "debug, info, warn or error; overrides log.level")
+	f.StringVar(&g.logFormat, "log-format", "", "json or console; overrides log.format")
+	f.DurationVar(&g.requestTimeout, "request-timeout", 30*time.Second,
+		"give up on a request to the API server that has not been answered in full after this long")
+	f.StringVar(&g.profiles.cpuPath, "cpu-profile", "", "write a pprof CPU profile of the command to this file")
+	f.StringVar(&g.profiles.heapPath, "heap-profile", "", "write a pprof heap profile (live and allocated since start) to this file at exit")
+	root.AddCommand(newRunCommand(g), newOnceCommand(g), newDiffCommand(g), newValidateCommand(g), newRenderCommand(g), newCRDCommand(g), newVersionCommand(g))
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	return root, g
+}

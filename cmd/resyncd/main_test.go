@@ -3,10 +3,9 @@ package main
 import (
 	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
+	"github.com/resyncd/resyncd/internal/fixture"
 	"github.com/resyncd/resyncd/internal/testenv"
 )
 
@@ -42,20 +41,5 @@ func resyncd(t *testing.T, args ...string) (string, int) {
 // watching namespace, and returns the flags that use them.
 func files(t *testing.T, namespace string) []string {
 	t.Helper()
-	dir := t.TempDir()
-	kc := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kc, env(t).Kubeconfig(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(dir, "config.yaml")
-	body := `metrics: {address: "127.0.0.1:0"}
-health: {address: "127.0.0.1:0"}
-log: {level: error}
-resources:
-  - {group: resyncd.io, version: v1alpha1, resource: httpservices, renderer: httpservice, namespaces: [` + namespace + `]}
-`
-	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return []string{"--kubeconfig", kc, "--config", cfg}
+	return fixture.Files(t, env(t).Kubeconfig(), namespace)
 }

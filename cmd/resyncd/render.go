@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/resyncd/resyncd/config"
+	"github.com/resyncd/resyncd/daemon"
 	"github.com/resyncd/resyncd/desired"
 	"github.com/resyncd/resyncd/desired/graph"
 )
@@ -58,7 +59,7 @@ func renderParents(out io.Writer, cfg *config.Config, in io.Reader) error {
 	reg := desired.DefaultRegistry()
 	for _, r := range cfg.Resources {
 		if r.Graph != "" {
-			opts, _, err := offlineOptions(r, cfg.CEL)
+			opts, _, err := daemon.OfflineOptions(r, cfg.CEL)
 			if err != nil {
 				return exitWith(1, err)
 			}

@@ -8,7 +8,15 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/resyncd/resyncd/cluster"
+	"github.com/resyncd/resyncd/config"
+	"github.com/resyncd/resyncd/daemon"
 )
+
+// version is stamped by the Makefile (-ldflags -X main.version=...).
+var version = "dev"
 
 // DefaultConfigPath is where the Helm chart mounts the configuration.
 const DefaultConfigPath = "/etc/resyncd/config.yaml"
@@ -28,50 +36,6 @@ type globals struct {
 	passTimeout time.Duration
 	stdout      io.Writer
 	profiles    profiles
-	// installCRDs: the command applies the CRDs of the resources that set
-	// installCRD when it makes a cluster ready (run and once do).
-	installCRDs bool
-}
-
-func run(ctx context.Context, args []string) error {
-	root, g := newRoot(os.Stdout, os.Stderr, args)
-	err := root.ExecuteContext(ctx)
-	return errors.Join(err, g.profiles.stop())
-}
-
-func newRootCommand(stdout, stderr io.Writer, args []string) *cobra.Command {
-	root, _ := newRoot(stdout, stderr, args)
-	return root
-}
-
-func newRoot(stdout, stderr io.Writer, args []string) (*cobra.Command, *globals) {
-	g := &globals{stdout: stdout}
-	root := &cobra.Command{
-		Use:   "resyncd",
-		Short: "Level-triggered resync daemon for Kubernetes",
-		Long: "resyncd LISTs the resources it watches on an interval, renders the child objects each\n" +
-			"should have, and repairs every difference with server-side apply. No informers, no watches.",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		PersistentPreRunE: func(*cobra.Command, []string) error {
-			return g.profiles.start()
-		},
-	}
-	f := root.PersistentFlags()
-	f.StringVar(&g.configPath, "config", envOr("RESYNCD_CONFIG", DefaultConfigPath), "configuration file ($RESYNCD_CONFIG)")
-	f.StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig file; default: $KUBECONFIG, ~/.kube/config, then the in-cluster service account")
-	f.StringVar(&g.context, "context", "", "kubeconfig context")
-	f.StringVar(&g.logLevel, "log-level", "", "debug, info, warn or error; overrides log.level")
-	f.StringVar(&g.logFormat, "log-format", "", "json or console; overrides log.format")
-	f.DurationVar(&g.requestTimeout, "request-timeout", 30*time.Second,
-		"give up on a request to the API server that has not been answered in full after this long")
-	f.StringVar(&g.profiles.cpuPath, "cpu-profile", "", "write a pprof CPU profile of the command to this file")
-	f.StringVar(&g.profiles.heapPath, "heap-profile", "", "write a pprof heap profile (live and allocated since start) to this file at exit")
-	root.AddCommand(newRunCommand(g), newOnceCommand(g), newDiffCommand(g), newValidateCommand(g), newRenderCommand(g), newCRDCommand(g), newVersionCommand(g))
-	root.SetArgs(args)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	return root, g
 }
 
 func envOr(key, def string) string {
@@ -81,14 +45,92 @@ func envOr(key, def string) string {
 	return def
 }
 
-func newVersionCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := io.WriteString(g.stdout, version+"\n")
-			return err
-		},
+// loadConfig reads the configuration with the environment and the
+// command-line overrides; checkKubeconfigs also reads the clusters'
+// kubeconfig files and reports their problems.
+func (g *globals) loadConfig(checkKubeconfigs bool) (*config.Config, error) {
+	overrides := map[string]string{}
+	if g.logLevel != "" {
+		overrides["log.level"] = g.logLevel
 	}
+	if g.logFormat != "" {
+		overrides["log.format"] = g.logFormat
+	}
+	return daemon.LoadConfig(g.configPath, overrides, checkKubeconfigs)
 }
+
+// options loads the configuration and builds the logger it asks for, and
+// returns them with the daemon's options of the flags.
+func (g *globals) options() (*config.Config, daemon.Options, error) {
+	cfg, err := g.loadConfig(false)
+	if err != nil {
+		return nil, daemon.Options{}, err
+	}
+	log, err := daemon.NewLogger(cfg.Log)
+	if err != nil {
+		return nil, daemon.Options{}, err
+	}
+	return cfg, daemon.Options{
+		Log:     log,
+		Dialer:  cluster.Dialer{Kubeconfig: g.kubeconfig, Context: g.context, RequestTimeout: g.requestTimeout, UserAgent: "resyncd/" + version},
+		Version: version, PassTimeout: g.passTimeout, Timeout: g.timeout,
+	}, nil
+}
+
+// prepared is what a command that runs one pass starts with.
+type prepared struct {
+	*daemon.Prepared
+	cfg *config.Config
+	log *zap.Logger
+}
+
+// prepare is options, then daemon.Prepare; installCRDs applies the CRDs
+// of the resources that set installCRD.
+func (g *globals) prepare(installCRDs bool) (*prepared, error) {
+	cfg, opts, err := g.options()
+	if err != nil {
+		return nil, err
+	}
+	opts.InstallCRDs = installCRDs
+	p, err := daemon.Prepare(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &prepared{Prepared: p, cfg: cfg, log: opts.Log}, nil
+}
+
+// timeoutFlag adds --timeout, the bound of a command that runs one pass.
+func timeoutFlag(cmd *cobra.Command, g *globals) {
+	cmd.Flags().DurationVar(&g.timeout, "timeout", 15*time.Minute,
+		"give up, with exit code 2, when the command has not finished after this long; 0: no bound")
+}
+
+// bounded is ctx bounded by --timeout.
+func (g *globals) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if g.timeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, g.timeout)
+}
+
+// exitCodeOf is 2 for a server that did not answer in time, else code.
+func exitCodeOf(err error, code int) int {
+	if errors.Is(err, daemon.ErrNoAnswer) {
+		return 2
+	}
+	return code
+}
+
+// exitError carries the exit code a command wants.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// errSilent marks an error whose story the command has already told.
+var errSilent = errors.New("")
+
+func exitWith(code int, err error) error { return &exitError{code: code, err: err} }

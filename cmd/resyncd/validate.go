@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/resyncd/resyncd/desired/graph"
+	"github.com/resyncd/resyncd/daemon"
 )
 
 func newValidateCommand(g *globals) *cobra.Command {
@@ -55,23 +55,16 @@ func newValidateCommand(g *globals) *cobra.Command {
 					return exitWith(1, err)
 				}
 			} else {
-				p, err := g.prepare()
+				p, err := g.prepare(false)
 				if err != nil {
 					return exitWith(exitCodeOf(err, 1), err)
 				}
-				var errs []error
-				var servers []string
-				for _, t := range p.targets {
-					if !t.ready() {
-						errs = append(errs, g.readyTarget(p.cfg, t))
-					}
-					servers = append(servers, t.server())
-				}
-				if err := errors.Join(errs...); err != nil {
+				servers, err := p.ReadyAll()
+				if err != nil {
 					return exitWith(exitCodeOf(err, 1), err)
 				}
 				how = "every resource served by " + strings.Join(servers, ", ") + ", graphs type-checked against its schemas"
-				where = onlinePlacements(p.targets)
+				where = onlinePlacements(p.Graphs())
 			}
 			if graphs == 0 {
 				how = "no graph"
@@ -89,23 +82,17 @@ func newValidateCommand(g *globals) *cobra.Command {
 	}
 }
 
-// onlinePlacements is what validate says of the placements of the graphs
-// of every cluster, each line once, with the graphs as loaded against
-// that cluster: its discovery says which kinds are cluster-scoped. Their
-// errors were reported when the graphs were loaded.
-func onlinePlacements(targets []*target) []string {
+// onlinePlacements is what validate says of the placements of graphs,
+// each line once, with the graphs as loaded against their cluster: its
+// discovery says which kinds are cluster-scoped. Their errors were
+// reported when the graphs were loaded.
+func onlinePlacements(graphs []daemon.Graph) []string {
 	var where []string
-	for _, t := range targets {
-		for _, r := range t.resources {
-			g, ok := t.renderers[r.RendererKey()].(*graph.Renderer)
-			if r.Graph == "" || !ok {
-				continue
-			}
-			lines, _ := placementLines(r, g)
-			for _, l := range lines {
-				if !slices.Contains(where, l) {
-					where = append(where, l)
-				}
+	for _, g := range graphs {
+		lines, _ := placementLines(g.Resource, g.Renderer)
+		for _, l := range lines {
+			if !slices.Contains(where, l) {
+				where = append(where, l)
 			}
 		}
 	}

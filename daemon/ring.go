@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -36,22 +36,22 @@ func (d *daemon) share(ctx context.Context) error {
 	le := d.cfg.LeaderElection
 	id, err := ringIdentity(d.cfg)
 	if err != nil {
-		return exitWith(1, err)
+		return err
 	}
 	ring := shard.New(shard.Options{
-		Leases: d.home.kube.CoordinationV1(), Namespace: le.Namespace, Name: le.LeaseName, Identity: id,
+		Leases: d.home.Kube.CoordinationV1(), Namespace: le.Namespace, Name: le.LeaseName, Identity: id,
 		LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
 		Namespaces: d.namespacesOf, Log: d.log.With(zap.String("ring", le.LeaseName)),
 	})
 	if err := d.checkLease(ctx, ring.LeaseName()); err != nil {
-		return exitWith(1, err)
+		return err
 	}
 	// The supervisor gives the ring the clusters, those of Secrets
 	// included, and runs those the ring gives this replica work in.
 	d.ring, d.want = ring, ring.Wants
 	d.metrics.SetLeader(true)
-	d.health.setRing(id, ring.LeaseName())
-	d.health.setLeading(true)
+	d.status.SetRing(id, ring.LeaseName())
+	d.status.SetLeading(true)
 	d.log.Info("Sharing the work", zap.String("identity", id), zap.String("lease", le.Namespace+"/"+ring.LeaseName()))
 
 	// The ring outlives the passes: it claims what they write until they
@@ -72,7 +72,7 @@ func (d *daemon) share(ctx context.Context) error {
 		if perr := <-passesDone; perr != nil && !errors.Is(perr, context.Canceled) {
 			d.log.Warn("Passes stopped with an error", zap.Error(perr))
 		}
-		d.health.setLeading(false)
+		d.status.SetLeading(false)
 		d.metrics.SetLeader(false)
 		if errors.Is(err, shard.ErrLost) {
 			return errRingLost
@@ -128,12 +128,12 @@ func ringIdentity(cfg *config.Config) (string, error) {
 // those its watched resources name, when every one names some; else
 // every namespace of the cluster, which it must be connected to.
 func (d *daemon) namespacesOf(ctx context.Context, cluster string) ([]string, error) {
-	i := slices.IndexFunc(d.targets, func(t *target) bool { return t.cfg.Name == cluster })
+	i := slices.IndexFunc(d.targets, func(t *target) bool { return t.Config.Name == cluster })
 	if i < 0 {
 		return nil, fmt.Errorf("no cluster %q", cluster)
 	}
 	var named []string
-	for _, r := range d.targets[i].resources {
+	for _, r := range d.targets[i].Resources {
 		if len(r.Namespaces) == 0 {
 			return d.listNamespaces(ctx, cluster)
 		}
@@ -189,10 +189,10 @@ func (d *daemon) updateRing(v *ringView) []string {
 		if p.Slots != 0 && (!p.Layout.Equal(before.Layout) || p.Slots&^before.Slots != 0) {
 			gained = append(gained, c)
 		}
-		d.health.setShard(c, p)
+		d.status.SetShare(c, p.Slots.Len(), p.Layout.Slots(), p.String())
 	}
 	v.held = held
 	d.metrics.SetShard(len(members), owned)
-	d.health.setMembers(members)
+	d.status.SetMembers(members)
 	return gained
 }

@@ -1,14 +1,15 @@
-package main
+package daemon
 
 import (
 	"context"
-	"crypto/sha256"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/resyncd/resyncd/cluster"
 	"github.com/resyncd/resyncd/engine"
+	"github.com/resyncd/resyncd/serve"
 )
 
 // supervisor runs the passes of the clusters: those of the configuration
@@ -23,7 +24,7 @@ import (
 type supervisor struct {
 	d       *daemon
 	tick    time.Duration
-	secrets *secretReader // nil without clusterSecrets
+	secrets *cluster.SecretReader // nil without clusterSecrets
 	// exited is sent to, without waiting, when a cluster's passes stop.
 	exited chan struct{}
 
@@ -33,10 +34,7 @@ type supervisor struct {
 
 // clusterRun is one cluster's passes, running or stopping.
 type clusterRun struct {
-	t *target
-	// sum is the sum of the cluster's Secret; zero for a cluster of the
-	// configuration.
-	sum    [sha256.Size]byte
+	t      *target
 	cancel context.CancelFunc
 	// stopping is set once the supervisor has cancelled the run: wanted
 	// again before it stopped, it is started anew once it has.
@@ -50,12 +48,6 @@ type clusterRun struct {
 	engine *engine.Engine
 }
 
-// wantedCluster is a cluster that should run.
-type wantedCluster struct {
-	t   *target
-	sum [sha256.Size]byte
-}
-
 func newSupervisor(d *daemon) *supervisor {
 	s := &supervisor{d: d, tick: time.Minute, exited: make(chan struct{}, 1), runs: map[string]*clusterRun{}}
 	for i, r := range d.cfg.Resources {
@@ -64,7 +56,7 @@ func newSupervisor(d *daemon) *supervisor {
 		}
 	}
 	if len(d.cfg.ClusterSecrets) > 0 {
-		s.secrets = newSecretReader(d.home.kube, d.cfg.ClusterSecrets, d.log)
+		s.secrets = d.catalog.Secrets(d.home.Kube, d.log)
 	}
 	return s
 }
@@ -128,15 +120,15 @@ func (s *supervisor) reconcile(ctx context.Context, readSecrets bool) {
 		return
 	}
 	wanted := s.wanted(ctx, readSecrets)
-	byName := make(map[string]wantedCluster, len(wanted))
+	byName := make(map[string]*target, len(wanted))
 	for _, w := range wanted {
-		byName[w.t.cfg.Name] = w
+		byName[w.Config.Name] = w
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for name, r := range s.runs {
 		w, ok := byName[name]
-		if ok && w.sum == r.sum && !r.stopping {
+		if ok && w.Sum == r.t.Sum && !r.stopping {
 			continue // the same, or stopped by itself: started again only when its Secret changes
 		}
 		r.cancel()
@@ -149,27 +141,26 @@ func (s *supervisor) reconcile(ctx context.Context, readSecrets bool) {
 		delete(s.runs, name)
 		if !ok {
 			s.d.metrics.ForgetCluster(name)
-			s.d.health.remove(name)
-			r.t.log.Info("Cluster removed", zap.String("secret", r.t.cfg.Secret))
+			s.d.status.Remove(name)
+			r.t.Log.Info("Cluster removed", zap.String("secret", r.t.Config.Secret))
 		}
 	}
 	for _, w := range wanted {
-		if _, running := s.runs[w.t.cfg.Name]; !running {
+		if _, running := s.runs[w.Config.Name]; !running {
 			s.start(ctx, w)
 		}
 	}
 }
 
-// start starts the passes of cluster w.
-func (s *supervisor) start(ctx context.Context, w wantedCluster) {
-	t := w.t
-	if t.cfg.Secret != "" {
-		t.log.Info("Cluster from Secret", zap.String("secret", t.cfg.Secret), zap.String("server", t.secret.Host))
+// start starts the passes of cluster t.
+func (s *supervisor) start(ctx context.Context, t *target) {
+	if t.Config.Secret != "" {
+		t.Log.Info("Cluster from Secret", zap.String("secret", t.Config.Secret), zap.String("server", t.SecretServer()))
 	}
-	s.d.health.add(t.cfg, t.resources)
+	s.d.status.Add(t.Config, t.Resources)
 	runCtx, cancel := context.WithCancel(ctx)
-	r := &clusterRun{t: t, sum: w.sum, cancel: cancel, stopped: make(chan struct{}), done: make(chan struct{})}
-	s.runs[t.cfg.Name] = r
+	r := &clusterRun{t: t, cancel: cancel, stopped: make(chan struct{}), done: make(chan struct{})}
+	s.runs[t.Config.Name] = r
 	go func() {
 		s.d.syncCluster(runCtx, t, func(e *engine.Engine) {
 			s.mu.Lock()
@@ -189,17 +180,16 @@ func (s *supervisor) start(ctx context.Context, w wantedCluster) {
 }
 
 // wanted returns the clusters that should run, in order: those of the
-// configuration, then, with readSecrets, those of the Secrets. A Secret that is refused, or
-// whose cluster's name another cluster has, is listed in /statusz with
-// the reason instead.
-func (s *supervisor) wanted(ctx context.Context, readSecrets bool) []wantedCluster {
-	var out []wantedCluster
-	taken := takenNames(s.d.targets)
+// configuration, then, with readSecrets, those of the Secrets. A Secret
+// that is refused, or whose cluster's name another cluster has, is listed
+// in /statusz with the reason instead.
+func (s *supervisor) wanted(ctx context.Context, readSecrets bool) []*target {
+	var out []*target
 	names := make([]string, 0, len(s.d.targets))
 	for _, t := range s.d.targets {
-		names = append(names, t.cfg.Name)
-		if s.d.wants(t.cfg.Name) {
-			out = append(out, wantedCluster{t: t})
+		names = append(names, t.Config.Name)
+		if s.d.wants(t.Config.Name) {
+			out = append(out, t)
 		}
 	}
 	if s.secrets == nil {
@@ -208,20 +198,19 @@ func (s *supervisor) wanted(ctx context.Context, readSecrets bool) []wantedClust
 	if s.secrets == nil || !readSecrets {
 		return out
 	}
-	var refused []*clusterStatus
-	for _, sc := range claimNames(taken, s.secrets.read(ctx)) {
-		s.secrets.report(sc, sc.err)
-		if sc.err != nil {
-			refused = append(refused, &clusterStatus{Name: sc.Name, Secret: sc.secret, Error: "refused: " + sc.err.Error(), Resources: []*resourceStatus{}})
-			continue
-		}
-		names = append(names, sc.Name)
-		if s.d.wants(sc.Name) {
-			out = append(out, wantedCluster{t: newSecretTarget(s.d.cfg, s.d.log, s.d.claims, sc), sum: sc.sum})
+	accepted, refused := s.secrets.Read(ctx)
+	for _, t := range accepted {
+		names = append(names, t.Config.Name)
+		if s.d.wants(t.Config.Name) {
+			out = append(out, &target{Target: t})
 		}
 	}
 	s.d.shareClusters(names)
-	s.d.health.setRefused(refused)
+	listed := make([]serve.Refused, 0, len(refused))
+	for _, r := range refused {
+		listed = append(listed, serve.Refused{Name: r.Name, Secret: r.Secret, Why: r.Err.Error()})
+	}
+	s.d.status.SetRefused(listed)
 	return out
 }
 

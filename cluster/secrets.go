@@ -1,4 +1,4 @@
-package main
+package cluster
 
 import (
 	"context"
@@ -18,12 +18,13 @@ import (
 	"github.com/resyncd/resyncd/config"
 )
 
-// secretReader reads, through resyncd's own connection, the clusters that
+// SecretReader reads, through resyncd's own connection, the clusters that
 // the Secrets of the configuration's clusterSecrets hold: one LIST per
 // entry and call, no watch. What a LIST that fails would have found is
 // taken to be what the last one found: an API server that is away for a
 // moment stops no cluster.
-type secretReader struct {
+type SecretReader struct {
+	catalog *Catalog
 	kube    kubernetes.Interface
 	entries []config.ClusterSecret
 	log     *zap.Logger
@@ -52,8 +53,16 @@ type secretCluster struct {
 	err error
 }
 
-func newSecretReader(kube kubernetes.Interface, entries []config.ClusterSecret, log *zap.Logger) *secretReader {
-	return &secretReader{kube: kube, entries: entries, log: log,
+// Secrets returns the reader of the clusters of the Secrets the
+// configuration selects (clusterSecrets), LISTed through kube, resyncd's
+// own connection; what it logs goes to log. Nil when the configuration
+// selects none.
+func (c *Catalog) Secrets(kube kubernetes.Interface, log *zap.Logger) *SecretReader {
+	entries := c.cfg.ClusterSecrets
+	if len(entries) == 0 {
+		return nil
+	}
+	return &SecretReader{catalog: c, kube: kube, entries: entries, log: log,
 		last: make([][]secretCluster, len(entries)), failed: make([]string, len(entries)), said: map[string]string{}}
 }
 
@@ -61,7 +70,7 @@ func newSecretReader(kube kubernetes.Interface, entries []config.ClusterSecret, 
 // hold, refused ones with the reason, in the configuration's order of
 // the entries, then by namespace and name; a Secret two entries select
 // is read once.
-func (r *secretReader) read(ctx context.Context) []secretCluster {
+func (r *SecretReader) read(ctx context.Context) []secretCluster {
 	var out []secretCluster
 	seen := map[string]bool{}
 	for i, e := range r.entries {
@@ -81,7 +90,7 @@ func (r *secretReader) read(ctx context.Context) []secretCluster {
 }
 
 // list LISTs the Secrets of entry i, e, and reads each.
-func (r *secretReader) list(ctx context.Context, i int, e config.ClusterSecret) []secretCluster {
+func (r *SecretReader) list(ctx context.Context, i int, e config.ClusterSecret) []secretCluster {
 	list, err := r.kube.CoreV1().Secrets(e.Namespace).List(ctx, metav1.ListOptions{LabelSelector: e.LabelSelector})
 	if err != nil {
 		if ctx.Err() == nil && r.failed[i] != err.Error() {
@@ -130,7 +139,7 @@ func secretSum(s *corev1.Secret) [sha256.Size]byte {
 
 // report logs, once per change, that the Secret of sc is refused and why
 // (err), or that it no longer is.
-func (r *secretReader) report(sc secretCluster, err error) {
+func (r *SecretReader) report(sc secretCluster, err error) {
 	why := ""
 	if err != nil {
 		why = err.Error()
@@ -146,12 +155,60 @@ func (r *secretReader) report(sc secretCluster, err error) {
 	}
 }
 
-// takenNames maps the name of each cluster of the configuration,
-// targets, to its key.
-func takenNames(targets []*target) map[string]string {
-	taken := make(map[string]string, len(targets))
-	for i, t := range targets {
-		taken[t.cfg.Name] = fmt.Sprintf("clusters[%d]", i)
+// Refused is a Secret read that holds no cluster resyncd syncs.
+type Refused struct {
+	// Name is the cluster the Secret names, Secret its namespace/name.
+	Name, Secret string
+	// Err says why it is refused.
+	Err error
+}
+
+// Read LISTs the Secrets and returns the clusters they hold, in the
+// configuration's order of the entries, then by namespace and name, and
+// those refused: a Secret whose cluster's name another cluster has, or
+// that does not hold a cluster resyncd accepts. A refusal is logged once,
+// as is a LIST that keeps failing; what a LIST that fails would have found
+// is taken to be what the last one found.
+func (r *SecretReader) Read(ctx context.Context) (accepted []*Target, refused []Refused) {
+	for _, sc := range claimNames(r.catalog.takenNames(), r.read(ctx)) {
+		r.report(sc, sc.err)
+		if sc.err != nil {
+			refused = append(refused, Refused{Name: sc.Name, Secret: sc.secret, Err: sc.err})
+			continue
+		}
+		accepted = append(accepted, r.catalog.secretTarget(sc))
+	}
+	return accepted, refused
+}
+
+// ReadOnce reads the Secrets once, for a command that runs one pass, and
+// returns the clusters they hold; a Secret refused, or a LIST that
+// failed, is an error of its own.
+func (r *SecretReader) ReadOnce(ctx context.Context) ([]*Target, error) {
+	var out []*Target
+	var errs []error
+	for _, sc := range claimNames(r.catalog.takenNames(), r.read(ctx)) {
+		if sc.err != nil {
+			errs = append(errs, fmt.Errorf("cluster %s (Secret %s): refused: %w", sc.Name, sc.secret, sc.err))
+			continue
+		}
+		out = append(out, r.catalog.secretTarget(sc))
+	}
+	cfg := r.catalog.cfg
+	for i, e := range r.entries {
+		if r.failed[i] != "" {
+			errs = append(errs, fmt.Errorf("%s: clusterSecrets[%d]: list the Secrets in %s: %s", cfg.Where(fmt.Sprintf("clusterSecrets[%d]", i)), i, e.Namespace, r.failed[i]))
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// takenNames maps the name of each cluster of the configuration file to
+// its key.
+func (c *Catalog) takenNames() map[string]string {
+	taken := make(map[string]string, len(c.listed))
+	for i, t := range c.listed {
+		taken[t.Config.Name] = fmt.Sprintf("clusters[%d]", i)
 	}
 	return taken
 }
@@ -181,34 +238,9 @@ func claimNames(taken map[string]string, found []secretCluster) []secretCluster 
 	return out
 }
 
-// newSecretTarget is the cluster that the Secret read sc holds.
-func newSecretTarget(cfg *config.Config, log *zap.Logger, claims *serverClaims, sc secretCluster) *target {
-	c := cfg.ClusterOfSecret(sc.Name, sc.secret)
-	return &target{cfg: c, resources: cfg.ResourcesIn(c.Name), log: log.With(zap.String("cluster", c.Name)),
-		claims: claims, secret: sc.REST}
-}
-
-// secretTargets reads the Secrets the configuration selects, once, for
-// a command that runs one pass, and returns the clusters they hold; a
-// Secret refused, or a LIST that failed, is an error of its own.
-func (p *prepared) secretTargets(ctx context.Context) ([]*target, error) {
-	if len(p.cfg.ClusterSecrets) == 0 {
-		return nil, nil
-	}
-	r := newSecretReader(p.home.kube, p.cfg.ClusterSecrets, zap.NewNop())
-	var out []*target
-	var errs []error
-	for _, sc := range claimNames(takenNames(p.targets), r.read(ctx)) {
-		if sc.err != nil {
-			errs = append(errs, fmt.Errorf("cluster %s (Secret %s): refused: %w", sc.Name, sc.secret, sc.err))
-			continue
-		}
-		out = append(out, newSecretTarget(p.cfg, p.log, p.claims, sc))
-	}
-	for i, e := range p.cfg.ClusterSecrets {
-		if r.failed[i] != "" {
-			errs = append(errs, fmt.Errorf("%s: clusterSecrets[%d]: list the Secrets in %s: %s", p.cfg.Where(fmt.Sprintf("clusterSecrets[%d]", i)), i, e.Namespace, r.failed[i]))
-		}
-	}
-	return out, errors.Join(errs...)
+// secretTarget is the cluster that the Secret read sc holds.
+func (c *Catalog) secretTarget(sc secretCluster) *Target {
+	t := c.target(c.cfg.ClusterOfSecret(sc.Name, sc.secret))
+	t.secret, t.Sum = sc.REST, sc.sum
+	return t
 }

@@ -1,4 +1,4 @@
-package main
+package cluster
 
 import (
 	"context"
@@ -25,8 +25,8 @@ var (
 	}, []string{"verb", "host"})
 )
 
-// registerClientMetrics adds client-go's request metrics to reg.
-func registerClientMetrics(reg prometheus.Registerer) {
+// RegisterClientMetrics adds client-go's request metrics to reg.
+func RegisterClientMetrics(reg prometheus.Registerer) {
 	clientMetricsOnce.Do(func() {
 		opts := metrics.RegisterOpts{RequestResult: resultAdapter{}, RequestLatency: latencyAdapter{}}
 		metrics.Register(opts)

@@ -1,15 +1,21 @@
-package main
+package daemon
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/resyncd/resyncd/cluster"
 	"github.com/resyncd/resyncd/config"
 	"github.com/resyncd/resyncd/internal/fixture"
+	"github.com/resyncd/resyncd/serve"
 )
 
 // TestSupervisorWant: a cluster runs only while the daemon wants it; the
@@ -23,14 +29,10 @@ func TestSupervisorWant(t *testing.T) {
 	var wantB atomic.Bool
 	wantB.Store(true)
 	rebalance := make(chan struct{})
-	claims := &serverClaims{by: map[string]string{}}
-	d := &daemon{cfg: cfg, log: zap.NewNop(), health: newHealth(cfg), claims: claims, rebalance: rebalance,
-		want: func(c string) bool { return c == "a" || wantB.Load() }}
-	for _, c := range cfg.Clusters {
-		// No resource: its passes stop at once, as they do in a cluster
-		// that watches none, and the supervisor keeps it as it is.
-		d.targets = append(d.targets, &target{cfg: c, log: zap.NewNop(), claims: claims})
-	}
+	// No resource: its passes stop at once, as they do in a cluster that
+	// watches none, and the supervisor keeps it as it is.
+	d := testDaemon(cfg)
+	d.rebalance, d.want = rebalance, func(c string) bool { return c == "a" || wantB.Load() }
 	s := newSupervisor(d)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
@@ -47,9 +49,14 @@ func TestSupervisorWant(t *testing.T) {
 		return out
 	}
 	listed := func(name string) bool {
-		d.health.mu.Lock()
-		defer d.health.mu.Unlock()
-		return d.health.index(name) >= 0
+		t.Helper()
+		rec := httptest.NewRecorder()
+		d.status.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/statusz", nil))
+		var st struct{ Clusters []struct{ Name string } }
+		if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(st.Clusters, func(c struct{ Name string }) bool { return c.Name == name })
 	}
 	fire := func() {
 		t.Helper()
@@ -83,10 +90,8 @@ func TestSupervisorWantedAgainWhileStopping(t *testing.T) {
 		Resources: []config.Resource{{Group: "resyncd.io", Version: "v1alpha1", Resource: "httpservices", Interval: time.Hour}},
 	}
 	var want atomic.Bool
-	claims := &serverClaims{by: map[string]string{}}
-	d := &daemon{cfg: cfg, log: zap.NewNop(), health: newHealth(cfg), claims: claims,
-		want: func(string) bool { return want.Load() }}
-	d.targets = []*target{{cfg: cfg.Clusters[0], log: zap.NewNop(), claims: claims}}
+	d := testDaemon(cfg)
+	d.want = func(string) bool { return want.Load() }
 	s := newSupervisor(d)
 	var cancelled atomic.Bool
 	old := &clusterRun{t: d.targets[0], cancel: func() { cancelled.Store(true) }, stopped: make(chan struct{}), done: make(chan struct{})}
@@ -113,4 +118,15 @@ func TestSupervisorWantedAgainWhileStopping(t *testing.T) {
 		t.Fatalf("wanted again, and stopped: run %p, the cancelled one %p; want a new run", r, old)
 	}
 	<-run().stopped
+}
+
+// testDaemon is a daemon of cfg's clusters that reaches no API server;
+// its clusters watch no resource, so their passes stop at once.
+func testDaemon(cfg *config.Config) *daemon {
+	p := &Prepared{cfg: cfg, log: zap.NewNop(), catalog: cluster.NewCatalog(cfg, zap.NewNop())}
+	for _, t := range p.catalog.Listed() {
+		t.Resources = nil
+		p.targets = append(p.targets, &target{Target: t})
+	}
+	return &daemon{Prepared: p, status: serve.NewStatus(cfg)}
 }

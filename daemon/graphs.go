@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"errors"
@@ -21,28 +21,28 @@ import (
 	"github.com/resyncd/resyncd/desired/graph"
 )
 
-// checkGraph is the check config.Load makes of the graph file of r with
+// CheckGraph is the check config.Load makes of the graph file of r with
 // no cluster: syntax, references, order and the shape of the file, and,
 // when the graph's spec.schema or r's crd file gives the parent kind's
 // CRD, every expression's types as far as the parent decides them and its
 // estimated cost. It returns that parent kind.
-func checkGraph(r config.Resource, c config.CEL) (*config.ParentKind, error) {
-	opts, pk, err := offlineOptions(r, c)
+func CheckGraph(r config.Resource, c config.CEL) (*config.ParentKind, error) {
+	opts, pk, err := OfflineOptions(r, c)
 	if err != nil {
 		// Loaded untyped, the graph reports every other problem too.
-		_, lerr := graph.Load(r.GraphPath(), celOptions(c))
+		_, lerr := graph.Load(r.GraphPath(), GraphOptions(c))
 		return nil, joinLines(lerr, err)
 	}
 	_, err = graph.Load(r.GraphPath(), opts)
 	return pk, err // the kind also when the graph has problems: they are the graph's
 }
 
-// offlineOptions are the options the graph of r compiles with without a
+// OfflineOptions are the options the graph of r compiles with without a
 // cluster, and the parent kind it declares (nil when none): the parent
 // typed and defaulted by its CRD when the graph's spec.schema or r's crd
 // file gives one, the children dynamic.
-func offlineOptions(r config.Resource, c config.CEL) (graph.Options, *config.ParentKind, error) {
-	opts := celOptions(c)
+func OfflineOptions(r config.Resource, c config.CEL) (graph.Options, *config.ParentKind, error) {
+	opts := GraphOptions(c)
 	p, err := graph.ReadParentCRD(r.GraphPath(), r.CRDPath())
 	if err != nil || p == nil {
 		return opts, nil, err
@@ -78,7 +78,9 @@ func joinLines(errs ...error) error {
 	return errors.New(strings.Join(lines, "\n"))
 }
 
-func celOptions(c config.CEL) graph.Options {
+// GraphOptions are the options every graph compiles with: the CEL bounds
+// of the configuration.
+func GraphOptions(c config.CEL) graph.Options {
 	return graph.Options{MaxEstimatedCost: uint64(c.MaxEstimatedCost), CostBudget: uint64(c.CostBudget)}
 }
 
@@ -107,7 +109,7 @@ func renderers(cfg *config.Config, resources []config.Resource, disc discovery.D
 				cfg.Where(key), key, r.Name(), desired.LabelParentKind, pk, len(pk), validation.LabelValueMaxLength))
 			continue
 		}
-		opts := celOptions(cfg.CEL)
+		opts := GraphOptions(cfg.CEL)
 		opts.Schemas, opts.Parent = schemas, gvk
 		opts.Resource = func(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
 			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
@@ -132,7 +134,7 @@ func renderers(cfg *config.Config, resources []config.Resource, disc discovery.D
 			errs = append(errs, err)
 			continue
 		}
-		if _, err := placements(r, g); err != nil {
+		if _, err := Placements(r, g); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -76,7 +76,7 @@ resources:
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
-		done <- newRootCommand(io.Discard, io.Discard, []string{"run", "--config", cfgPath, "--kubeconfig", kcPath}).ExecuteContext(ctx)
+		done <- run(ctx, cfgPath, kcPath, 30*time.Second)
 	}()
 	readyz := func() (int, string) {
 		resp, err := http.Get("http://" + health + "/readyz")

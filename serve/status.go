@@ -1,36 +1,28 @@
-package main
+package serve
 
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/resyncd/resyncd/config"
-	"github.com/resyncd/resyncd/engine"
-	"github.com/resyncd/resyncd/shard"
 )
 
-func metaName(namespace, name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Namespace: namespace, Name: name}
-}
-
-// health answers /healthz, /readyz and /statusz. A process is ready when
+// Status is what the process says of itself over HTTP (Handler): the
+// daemon updates it through its methods, the handlers only read it. A
+// process is ready when
 // it follows (it has nothing to do), or when it leads and the last pass
 // over every watched resource of the clusters it reaches through its own
 // connection succeeded; a replica of a ring counts only the clusters it
 // holds work in. A cluster of a kubeconfig file that is down does
 // not make it unready: restarting would not bring that cluster back.
 // /statusz says, cluster by cluster, how the last passes went.
-type health struct {
+type Status struct {
 	mu      sync.Mutex
+	cfg     *config.Config
 	leading bool
-	listed  bool
 	ring    *ringStatus
 	// shards are this replica's share of each cluster, by name, kept
 	// apart from the clusters' entries: a cluster starts once the ring
@@ -102,8 +94,11 @@ type resourceStatus struct {
 	failed bool
 }
 
-func newHealth(cfg *config.Config) *health {
-	h := &health{listed: cfg.ListsClusters()}
+// NewStatus returns the status of a process that runs cfg, before any
+// pass: not leading, every resource of every cluster of the file with no
+// pass yet.
+func NewStatus(cfg *config.Config) *Status {
+	h := &Status{cfg: cfg}
 	for _, c := range cfg.Clusters {
 		h.clusters = append(h.clusters, newClusterStatus(c, cfg.ResourcesIn(c.Name)))
 	}
@@ -118,9 +113,9 @@ func newClusterStatus(c config.Cluster, resources []config.Resource) *clusterSta
 	return cs
 }
 
-// add lists cluster c, watching resources, afresh: what was said of a
+// Add lists cluster c, watching resources, afresh: what was said of a
 // cluster of that name before is forgotten.
-func (h *health) add(c config.Cluster, resources []config.Resource) {
+func (h *Status) Add(c config.Cluster, resources []config.Resource) {
 	cs := newClusterStatus(c, resources)
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -131,8 +126,8 @@ func (h *health) add(c config.Cluster, resources []config.Resource) {
 	h.clusters = append(h.clusters, cs)
 }
 
-// remove stops listing the cluster named name.
-func (h *health) remove(name string) {
+// Remove stops listing the cluster named name.
+func (h *Status) Remove(name string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if i := h.index(name); i >= 0 {
@@ -140,16 +135,27 @@ func (h *health) remove(name string) {
 	}
 }
 
-// setRefused lists the Secrets read that hold no cluster resyncd syncs:
-// each with the cluster it names, and why.
-func (h *health) setRefused(refused []*clusterStatus) {
+// Refused is a Secret read that holds no cluster resyncd syncs.
+type Refused struct {
+	// Name is the cluster it names, Secret its namespace/name.
+	Name, Secret string
+	// Why it is refused.
+	Why string
+}
+
+// SetRefused lists the Secrets read that hold no cluster resyncd syncs.
+func (h *Status) SetRefused(refused []Refused) {
+	listed := make([]*clusterStatus, 0, len(refused))
+	for _, r := range refused {
+		listed = append(listed, &clusterStatus{Name: r.Name, Secret: r.Secret, Error: "refused: " + r.Why, Resources: []*resourceStatus{}})
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.refused = refused
+	h.refused = listed
 }
 
 // index is the position of the cluster named name, or -1.
-func (h *health) index(name string) int {
+func (h *Status) index(name string) int {
 	for i, cs := range h.clusters {
 		if cs.Name == name {
 			return i
@@ -160,18 +166,37 @@ func (h *health) index(name string) int {
 
 // cluster is the status of the cluster named name; one of no cluster
 // listed (removed while its last pass ended) is written to nothing.
-func (h *health) cluster(name string) *clusterStatus {
+func (h *Status) cluster(name string) *clusterStatus {
 	if i := h.index(name); i >= 0 {
 		return h.clusters[i]
 	}
 	return &clusterStatus{}
 }
 
-// record keeps how the last pass over the i-th resource of cluster c went:
+// Pass is what the status keeps of one pass over one resource.
+type Pass struct {
+	// Parents are the parents of the pass, Foreign those LISTed that are
+	// another replica's.
+	Parents, Foreign int
+	// Drifted counts the children drifted, missing or orphaned.
+	Drifted int
+	// Written counts the writes made: creates, updates, deletes, releases
+	// and statuses.
+	Written int
+	// Failed, Stalled and Deferred count the writes that failed, the
+	// parents stalled and the writes left for a later pass.
+	Failed, Stalled, Deferred int
+	// Transient counts the writes that failed for a passing reason.
+	Transient int
+	// Sharded: the API server filtered the pass's LISTs by shardSelector.
+	Sharded bool
+}
+
+// Record keeps how the last pass over the i-th resource of cluster c went:
 // an error, or writes that failed for a passing reason (the API server
 // unreachable or overloaded), count as failed; a parent stalled for good
 // does not.
-func (h *health) record(c string, i int, rep engine.ResourceReport, err error) {
+func (h *Status) Record(c string, i int, rep Pass, err error) {
 	if err == nil && rep.Transient > 0 {
 		err = fmt.Errorf("%d writes failed for a passing reason (API server unreachable or overloaded?)", rep.Transient)
 	}
@@ -187,9 +212,8 @@ func (h *health) record(c string, i int, rep engine.ResourceReport, err error) {
 	if err != nil {
 		rs.Error = err.Error()
 	}
-	rs.Parents, rs.Drifted, rs.Failed, rs.Stalled, rs.Deferred = rep.Parents, rep.Drifted+rep.Missing+rep.Orphaned, rep.Failed, rep.Stalled, rep.Deferred
-	rs.Written = rep.Created + rep.Updated + rep.Deleted + rep.Released + rep.Statuses
-	rs.Foreign = rep.Foreign
+	rs.Parents, rs.Drifted, rs.Failed, rs.Stalled, rs.Deferred = rep.Parents, rep.Drifted, rep.Failed, rep.Stalled, rep.Deferred
+	rs.Written, rs.Foreign = rep.Written, rep.Foreign
 	if sh := h.shards[c]; sh != nil && rep.Parents+rep.Foreign > 0 {
 		sh.ServerSelector = "local"
 		if rep.Sharded {
@@ -205,8 +229,8 @@ func (h *health) record(c string, i int, rep engine.ResourceReport, err error) {
 	}
 }
 
-// down records that the i-th resource of cluster c has no pass, and why.
-func (h *health) down(c string, i int, why string) {
+// Down records that the i-th resource of cluster c has no pass, and why.
+func (h *Status) Down(c string, i int, why string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	cs := h.cluster(c)
@@ -216,24 +240,24 @@ func (h *health) down(c string, i int, why string) {
 	cs.Resources[i].Down, cs.Resources[i].failed, cs.Up = why, true, false
 }
 
-// unreachable records why cluster c could not be made ready for a pass.
-func (h *health) unreachable(c string, err error) {
+// Unreachable records why cluster c could not be made ready for a pass.
+func (h *Status) Unreachable(c string, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	cs := h.cluster(c)
 	cs.Up, cs.Error = false, err.Error()
 }
 
-// disconnected records that cluster c has no clients now, and why.
-func (h *health) disconnected(c, why string) {
+// Disconnected records that cluster c has no clients now, and why.
+func (h *Status) Disconnected(c, why string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	cs := h.cluster(c)
 	cs.Up, cs.Server, cs.Error = false, "", why
 }
 
-// reached records the server of cluster c, once it answered.
-func (h *health) reached(c, server string) {
+// Reached records the server of cluster c, once it answered.
+func (h *Status) Reached(c, server string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	cs := h.cluster(c)
@@ -243,22 +267,23 @@ func (h *health) reached(c, server string) {
 	}
 }
 
-// setRing records this replica's place in the ring.
-func (h *health) setRing(identity, lease string) {
+// SetRing records this replica's place in the ring.
+func (h *Status) SetRing(identity, lease string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.ring = &ringStatus{Identity: identity, Lease: lease, Members: []string{}}
 }
 
-// setMembers records the ring's live replicas.
-func (h *health) setMembers(members []string) {
+// SetMembers records the ring's live replicas.
+func (h *Status) SetMembers(members []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.ring.Members = members
 }
 
-// setShard records this replica's share of the cluster named cluster.
-func (h *health) setShard(cluster string, p shard.Part) {
+// SetShare records this replica's share of the cluster named cluster:
+// slots of the layout's of, the namespace hash ranges they are.
+func (h *Status) SetShare(cluster string, slots, of int, ranges string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.shards == nil {
@@ -269,17 +294,19 @@ func (h *health) setShard(cluster string, p shard.Part) {
 		sh = &shardStatus{}
 		h.shards[cluster] = sh
 	}
-	sh.Slots, sh.Of, sh.Ranges = p.Slots.Len(), p.Layout.Slots(), p.String()
+	sh.Slots, sh.Of, sh.Ranges = slots, of, ranges
 }
 
-func (h *health) setLeading(leading bool) {
+// SetLeading records whether the process leads: runs passes, as the
+// leader or as a replica of a ring.
+func (h *Status) SetLeading(leading bool) {
 	h.mu.Lock()
 	h.leading = leading
 	h.mu.Unlock()
 }
 
 // notReady lists why the process is not ready; empty when it is.
-func (h *health) notReady() []string {
+func (h *Status) notReady() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.leading {
@@ -294,7 +321,7 @@ func (h *health) notReady() []string {
 			continue // a replica of a ring with no work in the cluster: nothing to be ready for
 		}
 		for _, rs := range cs.Resources {
-			name := clusterPrefix(cs.Name, h.listed) + rs.Resource
+			name := h.cfg.InCluster(cs.Name, rs.Resource)
 			switch {
 			case rs.Mode == string(config.ModeOff):
 			case rs.Down != "":
@@ -310,7 +337,7 @@ func (h *health) notReady() []string {
 }
 
 // status is the body of /statusz.
-func (h *health) status() ([]byte, error) {
+func (h *Status) status() ([]byte, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, cs := range h.clusters {
@@ -321,29 +348,4 @@ func (h *health) status() ([]byte, error) {
 		Ring     *ringStatus      `json:"ring,omitempty"`
 		Clusters []*clusterStatus `json:"clusters"`
 	}{h.leading, h.ring, append(slices.Clip(h.clusters), h.refused...)}, "", "  ")
-}
-
-func (h *health) handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = w.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if why := h.notReady(); len(why) > 0 {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte(strings.Join(why, "\n") + "\n"))
-			return
-		}
-		_, _ = w.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("/statusz", func(w http.ResponseWriter, _ *http.Request) {
-		body, err := h.status()
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(append(body, '\n'))
-	})
-	return mux
 }

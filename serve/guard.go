@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"context"
@@ -78,6 +78,8 @@ type verdict struct {
 	expires time.Time
 }
 
+// newMetricsGuard returns the guard of next, which asks kube's API server
+// for its verdicts.
 func newMetricsGuard(kube kubernetes.Interface, next http.Handler) *metricsGuard {
 	return &metricsGuard{kube: kube, next: next, now: time.Now, reviews: rate.NewLimiter(reviewsPerSecond, reviewBurst),
 		verdicts: map[[sha256.Size]byte]verdict{}}

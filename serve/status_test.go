@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"net/http"
@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/resyncd/resyncd/config"
-	"github.com/resyncd/resyncd/engine"
 	"github.com/resyncd/resyncd/shard"
 )
 
@@ -22,14 +21,14 @@ func TestHealthDown(t *testing.T) {
 			{Group: "resyncd.io", Version: "v1alpha1", Resource: "httpservices", Renderer: "httpservice", Mode: config.ModeEnforce},
 		},
 	}
-	h := newHealth(cfg)
-	h.setLeading(true)
-	h.reached(config.LocalCluster, "https://127.0.0.1")
-	h.down(config.LocalCluster, 0, "config.yaml:3: resources[0]: CRD not applied: spec.loaves: would be removed")
-	h.record(config.LocalCluster, 1, engine.ResourceReport{}, nil)
+	h := NewStatus(cfg)
+	h.SetLeading(true)
+	h.Reached(config.LocalCluster, "https://127.0.0.1")
+	h.Down(config.LocalCluster, 0, "config.yaml:3: resources[0]: CRD not applied: spec.loaves: would be removed")
+	h.Record(config.LocalCluster, 1, Pass{}, nil)
 	readyz := func() (int, string) {
 		rec := httptest.NewRecorder()
-		h.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		h.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 		return rec.Code, rec.Body.String()
 	}
 	code, body := readyz()
@@ -37,8 +36,8 @@ func TestHealthDown(t *testing.T) {
 	if code != http.StatusServiceUnavailable || body != want {
 		t.Errorf("/readyz: %d %q, want 503 %q", code, body, want)
 	}
-	h.reached(config.LocalCluster, "https://127.0.0.1")
-	h.record(config.LocalCluster, 0, engine.ResourceReport{}, nil)
+	h.Reached(config.LocalCluster, "https://127.0.0.1")
+	h.Record(config.LocalCluster, 0, Pass{}, nil)
 	if code, body := readyz(); code != http.StatusOK || !strings.HasPrefix(body, "ok") {
 		t.Errorf("/readyz once the CRD is applied: %d %q", code, body)
 	}
@@ -51,18 +50,19 @@ func TestHealthRing(t *testing.T) {
 		Clusters:  []config.Cluster{{Name: config.LocalCluster}},
 		Resources: []config.Resource{{Group: "resyncd.io", Version: "v1alpha1", Resource: "httpservices", Renderer: "httpservice", Mode: config.ModeEnforce}},
 	}
-	h := newHealth(cfg)
-	h.setLeading(true)
-	h.setRing("replica-1", "resyncd-replica-1")
+	h := NewStatus(cfg)
+	h.SetLeading(true)
+	h.SetRing("replica-1", "resyncd-replica-1")
 	if why := h.notReady(); len(why) != 0 {
 		t.Errorf("not ready without work: %v", why)
 	}
 	layout := shard.LayoutOf([]string{"a", "b"})
-	h.setShard(config.LocalCluster, shard.Part{Layout: layout, Slots: 1})
+	p := shard.Part{Layout: layout, Slots: 1}
+	h.SetShare(config.LocalCluster, p.Slots.Len(), p.Layout.Slots(), p.String())
 	if why := h.notReady(); len(why) != 1 || !strings.Contains(why[0], "no pass finished yet") {
 		t.Errorf("holding half the cluster before its first pass: %v, want not ready", why)
 	}
-	h.record(config.LocalCluster, 0, engine.ResourceReport{Parents: 1, Sharded: true}, nil)
+	h.Record(config.LocalCluster, 0, Pass{Parents: 1, Sharded: true}, nil)
 	if why := h.notReady(); len(why) != 0 {
 		t.Errorf("not ready after a pass: %v", why)
 	}

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"errors"
@@ -21,7 +21,7 @@ func TestClientGoLogsOneLine(t *testing.T) {
 	}
 	stderr := os.Stderr
 	os.Stderr = w
-	log, err := newLogger(config.Log{Level: "info", Format: "json"})
+	log, err := NewLogger(config.Log{Level: "info", Format: "json"})
 	os.Stderr = stderr
 	defer klog.ClearLogger()
 	if err != nil {

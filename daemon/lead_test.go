@@ -1,10 +1,9 @@
-package main
+package daemon
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"testing"
@@ -52,7 +51,7 @@ resources:
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- newRootCommand(io.Discard, io.Discard, append([]string{"run"}, flags...)).ExecuteContext(ctx)
+		done <- run(ctx, flags[3], flags[1], 30*time.Second)
 	}()
 	// No request of the test's own until run serves: run sets client-go's
 	// logger as it starts, which a main does before any request.

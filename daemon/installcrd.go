@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -31,27 +31,27 @@ var errCRDRefused = errors.New("CRD not applied")
 
 // installCRDs applies, at start, the parent kind's CRD of every resource
 // of t that sets installCRD, before anything is asked of those kinds, and
-// returns, by the index of the resource in t.resources, why the CRD of
+// returns, by the index of the resource in t.Resources, why the CRD of
 // each that is down was refused. Any other error (the server does not
 // answer, resyncd may not write CRDs) is returned.
 func installCRDs(ctx context.Context, cfg *config.Config, t *target) (map[int]string, error) {
 	var dyn dynamic.Interface
 	down := map[int]string{}
-	for i, r := range t.resources {
+	for i, r := range t.Resources {
 		if !r.InstallCRD {
 			continue
 		}
 		if dyn == nil {
 			var err error
-			if dyn, err = dynamic.NewForConfig(t.cl.rest); err != nil {
+			if dyn, err = dynamic.NewForConfig(t.Clients.REST); err != nil {
 				return nil, err
 			}
 		}
-		err := installCRD(ctx, dyn, cfg.FieldManager, r, t.log)
+		err := installCRD(ctx, dyn, cfg.FieldManager, r, t.Log)
 		switch {
 		case errors.Is(err, errCRDRefused):
 			why := fmt.Sprintf("%s: %s: %v", cfg.Where(r.Key()), r.Key(), err)
-			t.log.Warn("Resource down", zap.String("resource", r.Name()), zap.String("reason", why))
+			t.Log.Warn("Resource down", zap.String("resource", r.Name()), zap.String("reason", why))
 			down[i] = why
 		case err != nil:
 			return nil, fmt.Errorf("%s: %s: %w", cfg.Where(r.Key()), r.Key(), err)
