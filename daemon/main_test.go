@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"io"
 	"testing"
 	"time"
 
@@ -42,4 +43,13 @@ func run(ctx context.Context, configPath, kubeconfig string, requestTimeout time
 	defer func() { _ = log.Sync() }()
 	return Run(ctx, cfg, Options{Log: log, PassTimeout: 10 * time.Minute,
 		Dialer: cluster.Dialer{Kubeconfig: kubeconfig, RequestTimeout: requestTimeout, UserAgent: "resyncd/test"}})
+}
+
+// startDaemon is fixture.StartDaemon running Run, each request bounded by
+// five seconds.
+func startDaemon(t *testing.T, dir, clusters, namespace string) *fixture.Daemon {
+	t.Helper()
+	return fixture.StartDaemon(t, dir, clusters, namespace, func(ctx context.Context, cfg string, _ io.Writer) error {
+		return run(ctx, cfg, "", 5*time.Second)
+	})
 }

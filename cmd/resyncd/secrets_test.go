@@ -28,8 +28,8 @@ type secretStatus struct {
 
 // statusOf returns what /statusz lists, by Secret (or name, for a
 // cluster of no Secret); nil while /statusz does not answer.
-func (d *daemonRun) statusOf() map[string]secretStatus {
-	resp, err := http.Get("http://" + d.health + "/statusz")
+func statusOf(d *fixture.Daemon) map[string]secretStatus {
+	resp, err := http.Get("http://" + d.Health + "/statusz")
 	if err != nil {
 		return nil
 	}
@@ -51,8 +51,8 @@ func (d *daemonRun) statusOf() map[string]secretStatus {
 
 // metricsMention reports whether /metrics has a series of the cluster
 // named cluster.
-func (d *daemonRun) metricsMention(cluster string) bool {
-	resp, err := http.Get("http://" + d.metrics + "/metrics")
+func metricsMention(d *fixture.Daemon, cluster string) bool {
+	resp, err := http.Get("http://" + d.Metrics + "/metrics")
 	if err != nil {
 		return true
 	}
@@ -85,7 +85,7 @@ func TestClusterSecrets(t *testing.T) {
 	d := startDaemon(t, dir, "  []\nclusterSecrets:\n  - {namespace: "+secrets+", labelSelector: resyncd.io/test=cluster}", ns, "--kubeconfig", home)
 	// Set up: client-go's process-wide logger and metrics are set by the
 	// daemon before it serves, and not while this test's clients use them.
-	fixture.Eventually(t, "/statusz served", 30*time.Second, func() bool { return d.statusOf() != nil })
+	fixture.Eventually(t, "/statusz served", 30*time.Second, func() bool { return statusOf(d) != nil })
 	put := func(name string, data map[string][]byte) {
 		t.Helper()
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: secrets, Labels: map[string]string{"resyncd.io/test": "cluster"}}, Data: data}
@@ -116,8 +116,8 @@ func TestClusterSecrets(t *testing.T) {
 	oldToken := fixture.ServiceAccountToken(t, cs, ns, "argo-old", "cluster-admin", "secrets")
 	put("east", argo(oldToken))
 	fixture.Eventually(t, "east from its Argo CD Secret synced", time.Minute, func() bool {
-		s := d.statusOf()[east]
-		return s.Up && s.Name == "east" && s.Server == env(t).Config.Host && hasDeployment(t, cs, ns)
+		s := statusOf(d)[east]
+		return s.Up && s.Name == "east" && s.Server == env(t).Config.Host && fixture.HasDeployment(t, cs, ns)
 	})
 
 	// Rotated: the old token unknown to the server, the new one in the Secret.
@@ -131,10 +131,10 @@ func TestClusterSecrets(t *testing.T) {
 		return apierrors.IsUnauthorized(err)
 	})
 	deleteDeployment()
-	fixture.Eventually(t, "east down with the old token", 30*time.Second, func() bool { return !d.statusOf()[east].Up })
+	fixture.Eventually(t, "east down with the old token", 30*time.Second, func() bool { return !statusOf(d)[east].Up })
 	put("east", argo(newToken))
 	fixture.Eventually(t, "the Deployment repaired with the new token", time.Minute, func() bool {
-		return d.statusOf()[east].Up && hasDeployment(t, cs, ns)
+		return statusOf(d)[east].Up && fixture.HasDeployment(t, cs, ns)
 	})
 
 	// Deleted: east's passes stop, its series and its entry go.
@@ -142,14 +142,14 @@ func TestClusterSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	fixture.Eventually(t, "east gone from /statusz and /metrics", 30*time.Second, func() bool {
-		s := d.statusOf()
+		s := statusOf(d)
 		_, listed := s[east]
-		return s != nil && !listed && !d.metricsMention("east")
+		return s != nil && !listed && !metricsMention(d, "east")
 	})
-	if !d.logged("Cluster removed", "east") {
+	if !d.Logged("Cluster removed", "east") {
 		t.Error("no log line says east was removed")
 	}
-	removed := strings.LastIndex(d.log.String(), `"msg":"Cluster removed","cluster":"east"`)
+	removed := strings.LastIndex(d.Log.String(), `"msg":"Cluster removed","cluster":"east"`)
 
 	// A kubeconfig Secret, Cluster API's <cluster>-kubeconfig, with a
 	// client certificate.
@@ -160,10 +160,10 @@ func TestClusterSecrets(t *testing.T) {
 	deleteDeployment()
 	put("west-kubeconfig", map[string][]byte{"value": kc})
 	fixture.Eventually(t, "west from its kubeconfig Secret synced", time.Minute, func() bool {
-		s := d.statusOf()[secrets+"/west-kubeconfig"]
-		return s.Up && s.Name == "west" && hasDeployment(t, cs, ns)
+		s := statusOf(d)[secrets+"/west-kubeconfig"]
+		return s.Up && s.Name == "west" && fixture.HasDeployment(t, cs, ns)
 	})
-	if strings.Contains(d.log.String()[removed:], `"msg":"Pass finished","cluster":"east"`) {
+	if strings.Contains(d.Log.String()[removed:], `"msg":"Pass finished","cluster":"east"`) {
 		t.Error("east ran a pass after its Secret was deleted")
 	}
 
@@ -178,21 +178,21 @@ func TestClusterSecrets(t *testing.T) {
 	taken["name"] = []byte("west")
 	put("west-again", taken)
 	fixture.Eventually(t, "both refused in /statusz", 30*time.Second, func() bool {
-		s := d.statusOf()
+		s := statusOf(d)
 		evil, again := s[secrets+"/evil-kubeconfig"], s[secrets+"/west-again"]
 		return evil.Name == "evil" && !evil.Up && strings.Contains(evil.Error, `gets its credentials by running the command "`) &&
 			strings.Contains(evil.Error, "may not make resyncd run a program") &&
 			again.Name == "west" && !again.Up && strings.Contains(again.Error, `the cluster name "west" is taken by the Secret `+secrets+`/west-kubeconfig`)
 	})
 	// A few reconciles later: still logged once, and west still synced.
-	passes := strings.Count(d.log.String(), `"msg":"Pass finished","cluster":"west"`)
+	passes := strings.Count(d.Log.String(), `"msg":"Pass finished","cluster":"west"`)
 	fixture.Eventually(t, "three more passes of west", 30*time.Second, func() bool {
-		return strings.Count(d.log.String(), `"msg":"Pass finished","cluster":"west"`) >= passes+3
+		return strings.Count(d.Log.String(), `"msg":"Pass finished","cluster":"west"`) >= passes+3
 	})
-	if n := strings.Count(d.log.String(), `"msg":"Cluster Secret refused","secret":"`+secrets+`/evil-kubeconfig"`); n != 1 {
+	if n := strings.Count(d.Log.String(), `"msg":"Cluster Secret refused","secret":"`+secrets+`/evil-kubeconfig"`); n != 1 {
 		t.Errorf("the exec kubeconfig's refusal logged %d times, want once", n)
 	}
-	if !d.statusOf()[secrets+"/west-kubeconfig"].Up {
+	if !statusOf(d)[secrets+"/west-kubeconfig"].Up {
 		t.Error("west is not up beside the Secret that takes its name")
 	}
 
