@@ -8,8 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/resyncd/resyncd/config"
 )
 
 // claims are the API servers the clusters of a command reach, by address
@@ -59,25 +57,6 @@ type SameServerError struct {
 func (e *SameServerError) Error() string {
 	return fmt.Sprintf("cluster %s reaches the API server of cluster %s (%s): every child would be written twice; "+
 		"remove one of the two entries, or point it at another cluster", e.Cluster, e.Other, e.What)
-}
-
-// ClaimServer claims the address of the server t's clients reach; a
-// SameServerError when another cluster of the command reaches it.
-func (t *Target) ClaimServer() error {
-	return t.claims.claim(t.Config.Name, "server "+config.ServerURL(t.Clients.REST.Host), "same address "+t.Clients.REST.Host)
-}
-
-// ClaimKubeSystem claims the server t's clients reach by the UID of its
-// kube-system namespace, which tells one cluster from another whatever
-// address reaches it; nothing when the server has none or resyncd may
-// not get it. A SameServerError when another cluster of the command
-// reaches that server.
-func (t *Target) ClaimKubeSystem() error {
-	uid, err := kubeSystemUID(t.Clients.Kube)
-	if err != nil || uid == "" {
-		return err
-	}
-	return t.claims.claim(t.Config.Name, "kube-system "+uid, "same kube-system namespace, UID "+uid)
 }
 
 // kubeSystemUID returns the UID of the server's kube-system namespace;

@@ -104,15 +104,6 @@ func (d Dialer) Clients(log *zap.Logger, c config.Cluster) (*Clients, error) {
 	return d.newClients(rc, c, moved)
 }
 
-// Connect builds the clients of t: from its Secret's server and
-// credentials, or as Clients does.
-func (d Dialer) Connect(t *Target) (*Clients, error) {
-	if t.secret != nil {
-		return d.newClients(rest.CopyConfig(t.secret), t.Config, nil)
-	}
-	return d.Clients(t.Log, t.Config)
-}
-
 // newClients makes the clients of cluster c from rc; moved is closed when
 // rc's files name another server.
 func (d Dialer) newClients(rc *rest.Config, c config.Cluster, moved <-chan struct{}) (*Clients, error) {

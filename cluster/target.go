@@ -67,6 +67,34 @@ func (t *Target) Disconnect() {
 	t.Clients = nil
 }
 
+// Connect builds the clients of t: from its Secret's server and
+// credentials, or as Clients does.
+func (d Dialer) Connect(t *Target) (*Clients, error) {
+	if t.secret != nil {
+		return d.newClients(rest.CopyConfig(t.secret), t.Config, nil)
+	}
+	return d.Clients(t.Log, t.Config)
+}
+
+// ClaimServer claims the address of the server t's clients reach; a
+// SameServerError when another cluster of the command reaches it.
+func (t *Target) ClaimServer() error {
+	return t.claims.claim(t.Config.Name, "server "+config.ServerURL(t.Clients.REST.Host), "same address "+t.Clients.REST.Host)
+}
+
+// ClaimKubeSystem claims the server t's clients reach by the UID of its
+// kube-system namespace, which tells one cluster from another whatever
+// address reaches it; nothing when the server has none or resyncd may
+// not get it. A SameServerError when another cluster of the command
+// reaches that server.
+func (t *Target) ClaimKubeSystem() error {
+	uid, err := kubeSystemUID(t.Clients.Kube)
+	if err != nil || uid == "" {
+		return err
+	}
+	return t.claims.claim(t.Config.Name, "kube-system "+uid, "same kube-system namespace, UID "+uid)
+}
+
 // Catalog is the clusters of one configuration: those it lists, and,
 // through a SecretReader, those of the Secrets it selects. The clusters
 // of one Catalog never reach one API server twice.

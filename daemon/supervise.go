@@ -12,6 +12,48 @@ import (
 	"github.com/resyncd/resyncd/serve"
 )
 
+// passes runs a pass over each resource of each cluster on its own
+// interval until ctx ends. Every cluster has its own engine: its own
+// clients, limiter, write budget and workers. The clusters are those of
+// the configuration and of the Secrets it selects, read again on every
+// tick of the shortest interval; a supervisor starts and stops them.
+func (d *daemon) passes(ctx context.Context) error {
+	select {
+	case <-d.passNow: // sent while following: the first pass is now anyway
+	default:
+	}
+	var changed <-chan struct{}
+	var kick chan struct{}
+	if d.ring != nil {
+		changed, kick = d.ring.Changed(), make(chan struct{}, 1)
+		d.rebalance = kick
+	}
+	s := newSupervisor(d)
+	view := &ringView{}
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-changed:
+				// The clusters to run may have changed, and work taken
+				// over where one runs is repaired now, not an interval
+				// later.
+				s.passNowIn(d.updateRing(view))
+				select {
+				case kick <- struct{}{}:
+				default:
+				}
+			case <-d.passNow:
+				d.log.Info("Pass requested", zap.String("signal", "SIGUSR1"))
+				s.passNow()
+			}
+		}
+	}()
+	s.run(ctx)
+	return ctx.Err()
+}
+
 // supervisor runs the passes of the clusters: those of the configuration
 // and those of the Secrets it selects. On every tick of the shortest
 // interval (and when one of its clusters stops by itself, or the daemon's
@@ -213,6 +255,3 @@ func (s *supervisor) wanted(ctx context.Context, readSecrets bool) []*target {
 	s.d.status.SetRefused(listed)
 	return out
 }
-
-// wants reports whether this replica runs the cluster named cluster.
-func (d *daemon) wants(cluster string) bool { return d.want == nil || d.want(cluster) }
