@@ -48,7 +48,8 @@ const minLimit = 1000
 
 // env builds the CEL environment of a graph: the libraries CRD validation
 // rules have, base64, kro's hash functions and the rest of kro's library
-// (kroLibrary), and one variable per name, typed when types has its schema.
+// (kroLibrary), and one variable per name, typed when types has its schema
+// (an object that keeps unknown fields reads those as dyn: openProvider).
 // Unlike CRD rules, literals may mix types ({'port': 80, 'name': 'http'}),
 // as objects do.
 func env(names []string, types map[string]*apiservercel.DeclType) (*cel.Env, error) {
@@ -80,11 +81,11 @@ func env(names []string, types map[string]*apiservercel.DeclType) (*cel.Env, err
 	if len(decls) > 0 {
 		provider := apiservercel.NewDeclTypeProvider(decls...)
 		provider.SetRecognizeKeywordAsFieldName(true)
-		popts, err := provider.EnvOptions(base.CELTypeProvider())
+		typed, err := provider.WithTypeProvider(base.CELTypeProvider())
 		if err != nil {
 			return nil, err
 		}
-		opts = append(popts, opts...)
+		opts = append([]cel.EnvOption{cel.CustomTypeProvider(openProvider{typed}), cel.CustomTypeAdapter(typed)}, opts...)
 	}
 	return base.Extend(opts...)
 }

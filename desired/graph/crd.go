@@ -11,7 +11,6 @@ import (
 	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiservercel "k8s.io/apiserver/pkg/cel"
-	"k8s.io/apiserver/pkg/cel/openapi"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	"sigs.k8s.io/yaml"
 )
@@ -349,11 +348,11 @@ func parentDeclType(specSchema *extv1.JSONSchemaProps) (*apiservercel.DeclType, 
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, err
 	}
-	d := openapi.SchemaDeclType(&s, true)
+	d := declTypeOf(&s, "__parent__")
 	if d == nil {
 		return nil, fmt.Errorf("the parent's schema has no CEL type")
 	}
-	return d.MaybeAssignTypeName("__parent__"), nil
+	return d, nil
 }
 
 // CRDOfFile makes the CRD of the graph file at path, typing its status

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiservercel "k8s.io/apiserver/pkg/cel"
-	"k8s.io/apiserver/pkg/cel/openapi"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/resyncd/resyncd/desired"
@@ -236,21 +235,11 @@ func resolveTypes(f *file, opts Options, ps *problems) (map[string]*apiservercel
 	if opts.Schemas == nil {
 		return types, nil, nil
 	}
-	declType := func(s *spec.Schema, name string) *apiservercel.DeclType {
-		if s == nil {
-			return nil // no schema and no error: a kind left untyped
-		}
-		t := openapi.SchemaDeclType(s, true)
-		if t == nil {
-			return nil
-		}
-		return t.MaybeAssignTypeName(name)
-	}
 	parent, err := opts.Schemas.ResolveSchema(opts.Parent)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: the schema of the parent kind %s: %w", f.path, opts.Parent.Kind, err)
 	}
-	types[ParentVar] = declType(parent, "__parent__")
+	types[ParentVar] = declTypeOf(parent, "__parent__")
 	for _, res := range f.resources {
 		gv, err := schema.ParseGroupVersion(res.apiVersion)
 		if err != nil {
@@ -262,7 +251,7 @@ func resolveTypes(f *file, opts Options, ps *problems) (map[string]*apiservercel
 			ps.add(res.line, res.where()+res.body(), "%s %s: no schema from the API server (is the kind served?): %v", res.apiVersion, res.kind, err)
 			continue
 		}
-		t := declType(s, "__"+res.id+"__")
+		t := declTypeOf(s, "__"+res.id+"__")
 		if t != nil && res.external != nil && res.external.selector {
 			// A selector reads a list of the kind's objects.
 			t = apiservercel.NewListType(t, MaxExternalObjects)
