@@ -238,3 +238,37 @@ func TestValidateParentKindTooLong(t *testing.T) {
 		t.Errorf("exit %d, output:\n%s\nwant: %s", code, out, want)
 	}
 }
+
+// TestRenderDraws: render --format dot|mermaid draws the graph file of
+// --graph with no configuration; a graph that does not load is not drawn
+// but refused with its problems, and the flags that do not go together
+// say so.
+func TestRenderDraws(t *testing.T) {
+	out, code := resyncd(t, "render", "--graph", "../../docs/examples/webapp.yaml", "--format", "mermaid", "--config", "/nonexistent.yaml")
+	if code != 0 || !strings.HasPrefix(out, "flowchart LR\n") || !strings.Contains(out, " --> ") {
+		t.Errorf("mermaid: exit %d:\n%s", code, out)
+	}
+	out, code = resyncd(t, "render", "--graph", "../../docs/examples/webapp.yaml", "--format", "dot")
+	if code != 0 || !strings.HasPrefix(out, `digraph "webapp" {`) {
+		t.Errorf("dot: exit %d:\n%s", code, out)
+	}
+	broken := filepath.Join(t.TempDir(), "broken.yaml")
+	if err := os.WriteFile(broken, []byte("apiVersion: resyncd.io/v1alpha1\nkind: Graph\nmetadata: {name: b}\nspec:\n  resources:\n"+
+		"    - id: a\n      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: \"${nosuch.x}\"}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--graph", broken, "--format", "dot"}, "undeclared reference to 'nosuch'"},
+		{[]string{"--format", "dot"}, "--format dot draws a graph file: name it with --graph"},
+		{[]string{"--graph", broken}, "--graph is drawn with --format dot or mermaid"},
+		{[]string{"--graph", broken, "--format", "svg"}, `--format "svg": yaml (the children of parents), dot or mermaid (the graph of --graph)`},
+	} {
+		out, code := resyncd(t, append([]string{"render"}, tt.args...)...)
+		if code != 1 || !strings.Contains(out, tt.want) {
+			t.Errorf("render %v: exit %d, want 1 and %q:\n%s", tt.args, code, tt.want, out)
+		}
+	}
+}

@@ -22,7 +22,7 @@ import (
 )
 
 func newRenderCommand(g *globals) *cobra.Command {
-	var parentPath string
+	var parentPath, graphPath, format string
 	cmd := &cobra.Command{
 		Use:   "render",
 		Short: "Print the children a parent would get, without a cluster",
@@ -32,9 +32,25 @@ func newRenderCommand(g *globals) *cobra.Command {
 			"Nothing is read from a cluster: a child that refers to another child's fields is rendered\n" +
 			"from that child as rendered, as one pass writes a chain; one that reads what only the API\n" +
 			"server sets (a uid, a clusterIP, a status) is listed as waiting. It exits 1 when a parent\n" +
-			"cannot be rendered.",
+			"cannot be rendered.\n\n" +
+			"With --format dot or mermaid it draws instead the dependency graph of the graph file\n" +
+			"--graph, read with no configuration and no cluster: the parent, each resource with its\n" +
+			"kind, forEach, includeWhen and readyWhen, an arrow from what is read to what reads it,\n" +
+			"external references dashed and the parent's status last (dot -Tsvg draws the first;\n" +
+			"GitHub draws the second in a mermaid block).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case format == "dot" || format == "mermaid":
+				if graphPath == "" {
+					return exitWith(1, fmt.Errorf("--format %s draws a graph file: name it with --graph", format))
+				}
+				return drawGraph(g.stdout, graphPath, format)
+			case format != "yaml":
+				return exitWith(1, fmt.Errorf("--format %q: yaml (the children of parents), dot or mermaid (the graph of --graph)", format))
+			case graphPath != "":
+				return exitWith(1, fmt.Errorf("--graph is drawn with --format dot or mermaid; parents are rendered by the graphs of the configuration"))
+			}
 			cfg, err := g.loadConfig(false)
 			if err != nil {
 				return exitWith(1, err)
@@ -52,6 +68,8 @@ func newRenderCommand(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&parentPath, "parent", "", "file of parent objects; default or -: standard input")
+	cmd.Flags().StringVar(&graphPath, "graph", "", "graph file to draw (with --format dot or mermaid)")
+	cmd.Flags().StringVar(&format, "format", "yaml", "yaml: the children of the parents; dot or mermaid: the dependency graph of --graph")
 	return cmd
 }
 
@@ -221,4 +239,31 @@ func resourceOf(cfg *config.Config, gvk schema.GroupVersionKind) (config.Resourc
 		names = append(names, r.Name())
 	}
 	return config.Resource{}, fmt.Errorf("no watched resource of the configuration is of %s (watched: %s)", gvk.GroupVersion().WithKind(gvk.Kind), strings.Join(names, ", "))
+}
+
+// drawGraph prints the dependency graph of the graph file at path, loaded
+// as validate loads it offline (typed by the parent's CRD when spec.schema
+// declares it), so that a graph that does not load is not drawn.
+func drawGraph(out io.Writer, path, format string) error {
+	opts := graph.Options{}
+	p, err := graph.ReadParentCRD(path, "")
+	if err != nil {
+		return exitWith(1, err)
+	}
+	if p != nil {
+		if opts, err = p.Options("", opts); err != nil {
+			return exitWith(1, err)
+		}
+	}
+	r, err := graph.Load(path, opts)
+	if err != nil {
+		return exitWith(1, err)
+	}
+	pic := r.Picture()
+	text := pic.Dot()
+	if format == "mermaid" {
+		text = pic.Mermaid()
+	}
+	_, err = io.WriteString(out, text)
+	return err
 }
