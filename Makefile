@@ -32,6 +32,10 @@ build: ## Build bin/resyncd
 bins: ## Build (first time: about 10 minutes) or link the cached etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok into bin/
 	tools/build.sh $(CONTROL_PLANE)
 
+.PHONY: kro
+kro: ## Build (first time: about 3 minutes) or link kro's controller, at the version tools/kro pins, and its CRDs into bin/
+	tools/build.sh kro
+
 .PHONY: test
 test: bins ## Run every test of every module (the daemon's, bench/, deploy/, tools/image/) against a real kube-apiserver + etcd
 	go vet ./...
@@ -96,6 +100,7 @@ lint: $(GOLANGCI_LINT) ## golangci-lint (.golangci.yml: errorlint, revive, stati
 	for m in $(MODULES); do (cd $$m && go mod tidy -diff); done
 	cd tools && go mod tidy -diff
 	cd tools/image && go mod tidy -diff
+	cd tools/kro && go mod tidy -diff
 
 .PHONY: reap
 reap: # Stop control-plane processes of this checkout that a killed test left behind, API server first

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# build.sh NAME... — builds the named control-plane binaries from the versions
-# pinned in tools/go.mod into a per-version cache outside the checkout and
-# links them into bin/ of the repository. A binary already in the cache is
-# only linked, so a second checkout on the same machine builds nothing.
+# build.sh NAME... — builds the named control-plane binaries (and kro, the peer
+# controller the conformance and differential tests run) from the versions
+# pinned in tools/go.mod (kwok's and kro's in tools/kwok and tools/kro) into a
+# per-version cache outside the checkout and links them into bin/ of the
+# repository. A binary already in the cache is only linked, so a second
+# checkout on the same machine builds nothing.
 #
 # Environment: RESYNCD_CACHE_DIR (default ${XDG_CACHE_HOME:-$HOME/.cache}/resyncd).
 set -euo pipefail
@@ -13,6 +15,7 @@ root=$(cd "$here/.." && pwd)
 kube_version=$(cd "$here" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
 etcd_version=$(cd "$here" && go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
 kwok_version=$(cd "$here/kwok" && go list -m -f '{{.Version}}' sigs.k8s.io/kwok)
+kro_version=$(cd "$here/kro" && go list -m -f '{{.Version}}' github.com/kubernetes-sigs/kro)
 cache_root=${RESYNCD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/resyncd}
 cache="$cache_root/k8s-$kube_version"
 
@@ -23,14 +26,17 @@ pkg_for() {
 	kube-apiserver | kube-controller-manager | kube-scheduler) echo "k8s.io/kubernetes/cmd/$1" ;;
 	etcd) echo ./etcd ;;
 	kwok) echo sigs.k8s.io/kwok/cmd/kwok ;;
-	*) echo "build.sh: unknown binary $1 (known: kube-apiserver kube-controller-manager kube-scheduler etcd kwok)" >&2; return 1 ;;
+	kro) echo github.com/kubernetes-sigs/kro/cmd/controller ;;
+	*) echo "build.sh: unknown binary $1 (known: kube-apiserver kube-controller-manager kube-scheduler etcd kwok kro)" >&2; return 1 ;;
 	esac
 }
 
-# The module each binary is built in: kwok pins its own Kubernetes libraries.
+# The module each binary is built in: kwok and kro pin their own Kubernetes
+# libraries.
 module_for() {
 	case "$1" in
 	kwok) echo "$here/kwok" ;;
+	kro) echo "$here/kro" ;;
 	*) echo "$here" ;;
 	esac
 }
@@ -56,6 +62,7 @@ cache_file() {
 	case "$1" in
 	etcd) echo "$cache/etcd-$etcd_version" ;;
 	kwok) echo "$cache/kwok-$kwok_version" ;;
+	kro) echo "$cache/kro-$kro_version" ;;
 	*) echo "$cache/$1" ;;
 	esac
 }
@@ -64,6 +71,7 @@ ldflags_for() {
 	case "$1" in
 	etcd) echo "-s -w" ;;
 	kwok) echo "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_version#v}" ;;
+	kro) echo "-s -w" ;;
 	*) kube_ldflags ;;
 	esac
 }
@@ -95,5 +103,18 @@ for name in "$@"; do
 			mv "$stages.tmp.$$" "$stages"
 		fi
 		ln -sfn "$stages" "$root/bin/kwok-stages"
+	fi
+	if [ "$name" = kro ]; then
+		# kro's own CRDs (ResourceGraphDefinition, GraphRevision) at the
+		# pinned version, as its Helm chart installs them.
+		crds="$cache/kro-$kro_version-crds"
+		if [ ! -d "$crds" ]; then
+			src=$(cd "$here/kro" && go list -m -f '{{.Dir}}' github.com/kubernetes-sigs/kro)/helm/crds
+			mkdir -p "$crds.tmp.$$"
+			cp "$src"/*.yaml "$crds.tmp.$$/"
+			chmod 644 "$crds.tmp.$$"/*.yaml
+			mv "$crds.tmp.$$" "$crds"
+		fi
+		ln -sfn "$crds" "$root/bin/kro-crds"
 	fi
 done
