@@ -28,10 +28,18 @@ import (
 // graph compiled against the API server's schemas as resyncd run does.
 func kroHarness(t *testing.T, ns, path string) (*harness, schema.GroupVersionResource) {
 	t.Helper()
+	return kroHarnessWith(t, ns, path, func(*extv1.CustomResourceDefinition) {})
+}
+
+// kroHarnessWith is kroHarness with the CRD changed by edit before it is
+// installed.
+func kroHarnessWith(t *testing.T, ns, path string, edit func(*extv1.CustomResourceDefinition)) (*harness, schema.GroupVersionResource) {
+	t.Helper()
 	crd, err := graph.CRDOfFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	edit(crd)
 	if _, err := envtest.InstallCRDs(env(t).Config, envtest.CRDInstallOptions{CRDs: []*extv1.CustomResourceDefinition{crd}}); err != nil {
 		t.Fatal(err)
 	}

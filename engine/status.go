@@ -15,7 +15,22 @@ func status(rs *resourceState, p *unstructured.Unstructured, obs Observation) (m
 	if err != nil {
 		return nil, err
 	}
-	return Compose(p, obs, st)
+	out, err := Compose(p, obs, st)
+	if u, ok := rs.renderer.(undeclaredStatus); ok && err == nil {
+		for _, f := range u.UndeclaredStatus() {
+			delete(out, f)
+		}
+	}
+	return out, err
+}
+
+// undeclaredStatus is a renderer that knows which of the fields Compose
+// adds the parent kind's status schema does not declare (a graph typed by
+// the API server's schemas): they are left out, since the API server
+// refuses a status apply with a field it does not know. A CRD that kro
+// generated declares conditions but no observedGeneration.
+type undeclaredStatus interface {
+	UndeclaredStatus() []string
 }
 
 // observe is what the status of j's parent is computed from.

@@ -83,7 +83,16 @@ type Renderer struct {
 	// parent kind's CRD is not the graph's.
 	schema    *Schema
 	defaulter *Defaulter
+	// undeclared are the status fields the engine adds that the parent's
+	// schema does not declare (UndeclaredStatus).
+	undeclared []string
 }
+
+// UndeclaredStatus lists the status fields the engine adds
+// (observedGeneration, conditions) that the parent kind's status schema,
+// as the graph was typed by, does not declare; the engine leaves them out
+// of what it applies. Empty when the graph was loaded untyped.
+func (r *Renderer) UndeclaredStatus() []string { return r.undeclared }
 
 // Schema is the parent kind the graph file declares in spec.schema, from
 // which `resyncd crd` makes its CRD; nil when it declares none.
@@ -175,6 +184,7 @@ func Parse(path string, data []byte, opts Options) (*Renderer, error) {
 	if len(ps.list) > 0 {
 		return nil, ps.err()
 	}
+	r.undeclared = undeclaredEngineStatus(parentSchema)
 	switch {
 	case r.schema != nil:
 		if r.defaulter, err = defaulterOf(r.schema); err != nil {
@@ -219,6 +229,31 @@ func undeclaredStatus(f *file, parent *spec.Schema, kind string, ps *problems) {
 		ps.add(f.line, "spec.status."+k, "is not a field of %s's status in its CustomResourceDefinition: the API server would drop it, "+
 			"and the status would be written again every pass; declare it in the CRD's status schema, or remove it", kind)
 	}
+}
+
+// engineStatus are the status fields the engine writes beside a graph's.
+var engineStatus = []string{"observedGeneration", "conditions"}
+
+// undeclaredEngineStatus lists those of engineStatus that the parent's
+// status schema does not declare: a CRD that kro generated declares
+// conditions and no observedGeneration, and the API server refuses a
+// status apply with a field it does not know. A status that keeps unknown
+// fields, or declares none, declares them all.
+func undeclaredEngineStatus(parent *spec.Schema) []string {
+	if parent == nil {
+		return nil
+	}
+	st, found := parent.Properties["status"]
+	if !found || len(st.Properties) == 0 || preservesUnknown(&st) {
+		return nil
+	}
+	var out []string
+	for _, k := range engineStatus {
+		if _, found := st.Properties[k]; !found {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // preservesUnknown says whether s keeps fields it does not declare.
