@@ -33,8 +33,8 @@ bins: ## Build (first time: about 10 minutes) or link the cached etcd, kube-apis
 	tools/build.sh $(CONTROL_PLANE)
 
 .PHONY: kro
-kro: ## Build (first time: about 3 minutes) or link kro's controller, at the version tools/kro pins, and its CRDs into bin/
-	tools/build.sh kro
+kro: ## Build (first time: about 8 minutes) or link kro's controller and its CRDs, and chainsaw (kro's e2e runner), at the versions tools/kro and tools/chainsaw pin, into bin/
+	tools/build.sh kro chainsaw
 
 .PHONY: test
 test: bins ## Run every test of every module (the daemon's, bench/, deploy/, tools/image/) against a real kube-apiserver + etcd
@@ -101,6 +101,7 @@ lint: $(GOLANGCI_LINT) ## golangci-lint (.golangci.yml: errorlint, revive, stati
 	cd tools && go mod tidy -diff
 	cd tools/image && go mod tidy -diff
 	cd tools/kro && go mod tidy -diff
+	cd tools/chainsaw && GOTOOLCHAIN=go1.24.6 go mod tidy -diff
 
 .PHONY: reap
 reap: # Stop control-plane processes of this checkout that a killed test left behind, API server first

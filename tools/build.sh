@@ -16,6 +16,7 @@ kube_version=$(cd "$here" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
 etcd_version=$(cd "$here" && go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
 kwok_version=$(cd "$here/kwok" && go list -m -f '{{.Version}}' sigs.k8s.io/kwok)
 kro_version=$(cd "$here/kro" && go list -m -f '{{.Version}}' github.com/kubernetes-sigs/kro)
+chainsaw_version=$(cd "$here/chainsaw" && go list -m -f '{{.Version}}' github.com/kyverno/chainsaw)
 cache_root=${RESYNCD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/resyncd}
 cache="$cache_root/k8s-$kube_version"
 
@@ -27,16 +28,18 @@ pkg_for() {
 	etcd) echo ./etcd ;;
 	kwok) echo sigs.k8s.io/kwok/cmd/kwok ;;
 	kro) echo github.com/kubernetes-sigs/kro/cmd/controller ;;
-	*) echo "build.sh: unknown binary $1 (known: kube-apiserver kube-controller-manager kube-scheduler etcd kwok kro)" >&2; return 1 ;;
+	chainsaw) echo github.com/kyverno/chainsaw ;;
+	*) echo "build.sh: unknown binary $1 (known: kube-apiserver kube-controller-manager kube-scheduler etcd kwok kro chainsaw)" >&2; return 1 ;;
 	esac
 }
 
-# The module each binary is built in: kwok and kro pin their own Kubernetes
-# libraries.
+# The module each binary is built in: kwok, kro and chainsaw pin their own
+# Kubernetes libraries.
 module_for() {
 	case "$1" in
 	kwok) echo "$here/kwok" ;;
 	kro) echo "$here/kro" ;;
+	chainsaw) echo "$here/chainsaw" ;;
 	*) echo "$here" ;;
 	esac
 }
@@ -63,7 +66,18 @@ cache_file() {
 	etcd) echo "$cache/etcd-$etcd_version" ;;
 	kwok) echo "$cache/kwok-$kwok_version" ;;
 	kro) echo "$cache/kro-$kro_version" ;;
+	chainsaw) echo "$cache/chainsaw-$chainsaw_version" ;;
 	*) echo "$cache/$1" ;;
+	esac
+}
+
+# The Go toolchain each binary is built with: chainsaw v0.2.12 implements
+# testing's private interface as Go 1.24 had it, and does not build with a
+# later Go; the go command fetches that toolchain from the module proxy.
+toolchain_for() {
+	case "$1" in
+	chainsaw) echo go1.24.6 ;;
+	*) echo "${GOTOOLCHAIN:-auto}" ;;
 	esac
 }
 
@@ -71,7 +85,7 @@ ldflags_for() {
 	case "$1" in
 	etcd) echo "-s -w" ;;
 	kwok) echo "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_version#v}" ;;
-	kro) echo "-s -w" ;;
+	kro | chainsaw) echo "-s -w" ;;
 	*) kube_ldflags ;;
 	esac
 }
@@ -85,7 +99,7 @@ for name in "$@"; do
 		start=$(date +%s)
 		# A private temporary name, then an atomic rename: two checkouts
 		# building at once never see a half-written binary.
-		(cd "$(module_for "$name")" && CGO_ENABLED=0 go build -trimpath -ldflags "$(ldflags_for "$name")" -o "$out.tmp.$$" "$pkg")
+		(cd "$(module_for "$name")" && GOTOOLCHAIN=$(toolchain_for "$name") CGO_ENABLED=0 go build -trimpath -ldflags "$(ldflags_for "$name")" -o "$out.tmp.$$" "$pkg")
 		mv "$out.tmp.$$" "$out"
 		echo "build.sh: built $name in $(($(date +%s) - start))s" >&2
 	fi
