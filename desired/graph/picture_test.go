@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -45,6 +46,15 @@ func TestPicture(t *testing.T) {
 	mm := got.Mermaid()
 	if n := strings.Count(mm, " --> "); !strings.HasPrefix(mm, "flowchart LR\n") || n != 8 || !strings.Contains(mm, "  r0 --> r1\n") {
 		t.Errorf("mermaid: %d arrows, want 8 and config (r0) → deployment (r1):\n%s", n, mm)
+	}
+
+	// docs/graphs.md shows this picture: it must be what render prints.
+	doc, err := os.ReadFile("../../docs/graphs.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "```mermaid\n"+mm+"```\n") {
+		t.Errorf("docs/graphs.md does not show the WebApp's picture as render --format mermaid prints it:\n%s", mm)
 	}
 
 	// Collections are stacks, external references dashed and read only.
