@@ -92,7 +92,7 @@ $(GOLANGCI_LINT):
 	mv bin/golangci-lint $@
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## golangci-lint (.golangci.yml: errorlint, revive, staticcheck, promlinter, importas, gofmt) and go mod tidy checks
+lint: $(GOLANGCI_LINT) ## golangci-lint (.golangci.yml: errorlint, revive, staticcheck, promlinter, importas, gofmt), go mod tidy checks, and kro's RGD CRD as tools/kro pins it
 	$(GOLANGCI_LINT) run ./...
 	for m in $(MODULES); do (cd $$m && ../$(GOLANGCI_LINT) run ./...); done
 	cd tools/image && ../../$(GOLANGCI_LINT) run ./...
@@ -102,6 +102,7 @@ lint: $(GOLANGCI_LINT) ## golangci-lint (.golangci.yml: errorlint, revive, stati
 	cd tools/image && go mod tidy -diff
 	cd tools/kro && go mod tidy -diff
 	cd tools/chainsaw && GOTOOLCHAIN=go1.24.6 go mod tidy -diff
+	cmp daemon/crds/kro.run_resourcegraphdefinitions.yaml "$$(cd tools/kro && go list -m -f '{{.Dir}}' github.com/kubernetes-sigs/kro)/helm/crds/kro.run_resourcegraphdefinitions.yaml"
 
 .PHONY: reap
 reap: # Stop control-plane processes of this checkout that a killed test left behind, API server first

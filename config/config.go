@@ -65,6 +65,9 @@ type Config struct {
 	ClusterSecrets []ClusterSecret `mapstructure:"clusterSecrets"`
 	// Resources are the watched parent resources.
 	Resources []Resource `mapstructure:"resources"`
+	// ResourceGraphDefinitions makes each of kro's ResourceGraphDefinitions
+	// in a cluster a watched resource of that cluster.
+	ResourceGraphDefinitions ResourceGraphDefinitions `mapstructure:"resourceGraphDefinitions"`
 
 	file  string
 	lines map[string]int
@@ -257,6 +260,36 @@ type Log struct {
 	Format string `mapstructure:"format"`
 }
 
+// ResourceGraphDefinitions is how resyncd serves kro's
+// ResourceGraphDefinitions (kro.run/v1alpha1) applied to a cluster: each
+// valid one becomes a watched resource of its parent kind, whose CRD
+// resyncd applies. The guards are the platform's: every RGD gets them, and
+// nothing in an RGD widens them.
+type ResourceGraphDefinitions struct {
+	// Enabled: LIST the ResourceGraphDefinitions of every cluster each
+	// interval.
+	Enabled bool `mapstructure:"enabled"`
+	// Interval is how often they are LISTed, and each one's instances
+	// passed over.
+	Interval time.Duration `mapstructure:"interval"`
+	// ChildNamespaces, ClusterScopedChildren and ExternalNamespaces are
+	// those of Resource, for every RGD.
+	ChildNamespaces       []string `mapstructure:"childNamespaces"`
+	ClusterScopedChildren bool     `mapstructure:"clusterScopedChildren"`
+	ExternalNamespaces    []string `mapstructure:"externalNamespaces"`
+}
+
+// Resource is the watched resource of the parent kind group/version/
+// resource that an RGD named name declares, with the guards of g and the
+// defaults of every other key.
+func (g ResourceGraphDefinitions) Resource(name, group, version, resource string) Resource {
+	r := DefaultResource()
+	r.Group, r.Version, r.Resource, r.Interval = group, version, resource, g.Interval
+	r.ChildNamespaces, r.ClusterScopedChildren, r.ExternalNamespaces = g.ChildNamespaces, g.ClusterScopedChildren, g.ExternalNamespaces
+	r.rgd, r.index = name, -1
+	return r
+}
+
 // Resource is one watched parent resource and how to resync it.
 type Resource struct {
 	// Group is the API group of the parents; empty for the core group.
@@ -319,6 +352,9 @@ type Resource struct {
 	graphPath string
 	crdPath   string
 	index     int
+	// rgd names the ResourceGraphDefinition the resource is made from;
+	// empty for one of the file.
+	rgd string
 }
 
 // AllowsNamespace says whether a child of a parent in namespace parent may
@@ -356,7 +392,16 @@ func (r Resource) ChildrenLeave() bool {
 }
 
 // Key is the key path of r in the configuration, resources[i].
-func (r Resource) Key() string { return fmt.Sprintf("resources[%d]", r.index) }
+func (r Resource) Key() string {
+	if r.rgd != "" {
+		return "ResourceGraphDefinition " + r.rgd
+	}
+	return fmt.Sprintf("resources[%d]", r.index)
+}
+
+// RGD is the name of the ResourceGraphDefinition the resource is made
+// from; empty for a resource of the configuration file.
+func (r Resource) RGD() string { return r.rgd }
 
 // In reports whether r is watched in the cluster named cluster.
 func (r Resource) In(cluster string) bool {
@@ -378,6 +423,9 @@ func (c *Config) ResourcesIn(cluster string) []Resource {
 // RendererKey is how the renderer of r is registered: its name, or
 // "graph:" and the graph file as written.
 func (r Resource) RendererKey() string {
+	if r.rgd != "" {
+		return "rgd:" + r.rgd
+	}
 	if r.Graph != "" {
 		return "graph:" + r.Graph
 	}
@@ -415,11 +463,12 @@ func Default() Config {
 			RenewDeadline: 10 * time.Second,
 			RetryPeriod:   2 * time.Second,
 		},
-		Sharding: Sharding{ServerSelector: ServerSelectorAuto},
-		Metrics:  Metrics{Address: ":8080"},
-		Health:   Endpoint{Address: ":8081"},
-		Log:      Log{Level: "info", Format: "json"},
-		CEL:      CEL{MaxEstimatedCost: 100_000_000, CostBudget: 1_000_000},
+		Sharding:                 Sharding{ServerSelector: ServerSelectorAuto},
+		Metrics:                  Metrics{Address: ":8080"},
+		Health:                   Endpoint{Address: ":8081"},
+		Log:                      Log{Level: "info", Format: "json"},
+		CEL:                      CEL{MaxEstimatedCost: 100_000_000, CostBudget: 1_000_000},
+		ResourceGraphDefinitions: ResourceGraphDefinitions{Interval: 30 * time.Second},
 	}
 }
 

@@ -29,11 +29,12 @@ func TestLoadGood(t *testing.T) {
 		Apply:        Apply{Concurrency: 4, BatchSize: 20, QPS: 25.5, Burst: 40, MaxWritesPerPass: 500},
 		LeaderElection: LeaderElection{Enabled: true, Namespace: "ops", LeaseName: "resyncd-test",
 			LeaseDuration: 20 * time.Second, RenewDeadline: 15 * time.Second, RetryPeriod: 3 * time.Second},
-		Sharding: Sharding{ServerSelector: ServerSelectorAuto},
-		Metrics:  Metrics{Address: "127.0.0.1:9090"},
-		Health:   Endpoint{Address: ":9091"},
-		Log:      Log{Level: "debug", Format: "console"},
-		CEL:      CEL{MaxEstimatedCost: 100_000_000, CostBudget: 1_000_000},
+		Sharding:                 Sharding{ServerSelector: ServerSelectorAuto},
+		Metrics:                  Metrics{Address: "127.0.0.1:9090"},
+		Health:                   Endpoint{Address: ":9091"},
+		Log:                      Log{Level: "debug", Format: "console"},
+		CEL:                      CEL{MaxEstimatedCost: 100_000_000, CostBudget: 1_000_000},
+		ResourceGraphDefinitions: ResourceGraphDefinitions{Interval: 30 * time.Second},
 		Resources: []Resource{
 			{Group: "resyncd.io", Version: "v1alpha1", Resource: "httpservices", Renderer: "httpservice",
 				Interval: time.Minute, Namespaces: []string{"shop", "blog"}, LabelSelector: "tier in (web, api)",
@@ -66,6 +67,30 @@ func TestLoadDefaults(t *testing.T) {
 	}
 	if !got.Clusters[0].Home() || len(got.ResourcesIn(LocalCluster)) != 1 {
 		t.Errorf("the one cluster of a file that lists none: home %v, %d resources", got.Clusters[0].Home(), len(got.ResourcesIn(LocalCluster)))
+	}
+}
+
+// TestLoadRGDs: a file that serves the ResourceGraphDefinitions of the
+// cluster needs no resource of its own, and each RGD's watched resource
+// has the section's guards and interval, and the defaults of the rest.
+func TestLoadRGDs(t *testing.T) {
+	got, err := Load(fixture("rgds.yaml"), Options{Renderers: renderers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ResourceGraphDefinitions{Enabled: true, Interval: 15 * time.Second, ChildNamespaces: []string{"shared-*"}, ExternalNamespaces: []string{"platform"}}
+	if diff := cmp.Diff(want, got.ResourceGraphDefinitions); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	r := got.ResourceGraphDefinitions.Resource("web-app", "kro.run", "v1alpha1", "webapps")
+	wantR := DefaultResource()
+	wantR.Group, wantR.Version, wantR.Resource, wantR.Interval = "kro.run", "v1alpha1", "webapps", 15*time.Second
+	wantR.ChildNamespaces, wantR.ExternalNamespaces = []string{"shared-*"}, []string{"platform"}
+	if diff := cmp.Diff(wantR, r, cmpopts.IgnoreUnexported(Resource{})); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if r.Key() != "ResourceGraphDefinition web-app" || r.RendererKey() != "rgd:web-app" || r.RGD() != "web-app" {
+		t.Errorf("Key %q, RendererKey %q, RGD %q", r.Key(), r.RendererKey(), r.RGD())
 	}
 }
 
@@ -246,7 +271,14 @@ func TestLoadBadConfigs(t *testing.T) {
 			`:6: resources[0].interval: "soon" is not a duration (for example 30s, 5m, 1h)`,
 		},
 		"invalid-empty.yaml": {
-			`: resources: no resource to watch: list at least one`,
+			`: resources: no resource to watch: list at least one, or set resourceGraphDefinitions.enabled`,
+		},
+		"invalid-rgds.yaml": {
+			`:3: resourceGraphDefinitions.interval: 10ms is shorter than the minimum of 1s`,
+			`:4: resourceGraphDefinitions.childNamespaces[0]: "Not_A_Pattern" is not a namespace name (at most 63 lower-case letters, digits and '-')`,
+			`:5: resourceGraphDefinitions.clusterScopedChildren: "maybe" is not true or false`,
+			`:6: resourceGraphDefinitions.externalNamespaces[0]: "[x" is not a glob (path.Match: syntax error in pattern); write a namespace name, or a glob such as "team-*"`,
+			`:7: resourceGraphDefinitions.namespace: unknown key`,
 		},
 		"invalid-overlap.yaml": {
 			`:7: resources[1]: watches httpservices.resyncd.io/v1alpha1 again in namespaces that resources[0] watches too; merge the two entries`,

@@ -53,9 +53,10 @@ func validate(c *Config, ps *problems, renderers []string) {
 	oneOf(ps, "log.level", c.Log.Level, "debug", "info", "warn", "error")
 	oneOf(ps, "log.format", c.Log.Format, "json", "console")
 
-	if len(c.Resources) == 0 {
-		ps.add("resources", "no resource to watch: list at least one")
+	if len(c.Resources) == 0 && !c.ResourceGraphDefinitions.Enabled {
+		ps.add("resources", "no resource to watch: list at least one, or set resourceGraphDefinitions.enabled")
 	}
+	validateRGDs(ps, c.ResourceGraphDefinitions)
 	type watch struct {
 		index      int
 		namespaces []string
@@ -308,6 +309,20 @@ func validateSharding(ps *problems, s Sharding, le LeaderElection) {
 		if len(validation.IsDNS1123Subdomain(le.LeaseName+"-"+s.Identity)) > 0 {
 			ps.add("sharding.identity", "%q makes no Lease name after leaderElection.leaseName (lower-case letters, digits, '-' and '.')", s.Identity)
 		}
+	}
+}
+
+// validateRGDs checks the resourceGraphDefinitions section.
+func validateRGDs(ps *problems, g ResourceGraphDefinitions) {
+	const key = "resourceGraphDefinitions"
+	if g.Interval < minInterval {
+		ps.add(key+".interval", "%s is shorter than the minimum of %s", g.Interval, minInterval)
+	}
+	for j, p := range g.ChildNamespaces {
+		namespacePattern(ps, fmt.Sprintf("%s.childNamespaces[%d]", key, j), p)
+	}
+	for j, p := range g.ExternalNamespaces {
+		namespacePattern(ps, fmt.Sprintf("%s.externalNamespaces[%d]", key, j), p)
 	}
 }
 

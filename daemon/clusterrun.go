@@ -2,9 +2,11 @@ package daemon
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/resyncd/resyncd/engine"
 	"github.com/resyncd/resyncd/serve"
@@ -17,11 +19,15 @@ import (
 // starts again with clients for that server.
 func (d *daemon) syncCluster(ctx context.Context, t *target, started func(*engine.Engine)) {
 	log := t.Log
-	if len(t.Resources) == 0 {
+	rgd := d.cfg.ResourceGraphDefinitions
+	if len(t.Resources) == 0 && !rgd.Enabled {
 		log.Info("No watched resource in the cluster")
 		return
 	}
-	interval := t.Resources[0].Interval
+	interval := rgd.Interval
+	if !rgd.Enabled {
+		interval = t.Resources[0].Interval
+	}
 	for _, r := range t.Resources {
 		interval = min(interval, r.Interval)
 	}
@@ -117,7 +123,18 @@ func (d *daemon) runCluster(ctx context.Context, t *target, started func(*engine
 		return false
 	}
 	started(eng)
+	var wg sync.WaitGroup
+	if d.cfg.ResourceGraphDefinitions.Enabled {
+		dyn, err := dynamic.NewForConfig(t.Clients.REST)
+		if err != nil {
+			d.status.Unreachable(c, err)
+			return false
+		}
+		src := &rgds{cfg: d.cfg, eng: eng, dyn: dyn, disc: t.Clients.Kube.Discovery(), log: t.Log, static: t.Resources, serving: map[string]*served{}}
+		wg.Go(func() { src.run(runCtx) })
+	}
 	eng.Run(runCtx, func(i int, rep engine.ResourceReport, err error) { d.status.Record(c, index[i], passOf(rep), err) })
+	wg.Wait()
 	return ctx.Err() == nil && t.Clients.MovedAway()
 }
 

@@ -90,57 +90,77 @@ func GraphOptions(c config.CEL) graph.Options {
 // graph is reported.
 func renderers(cfg *config.Config, resources []config.Resource, disc discovery.DiscoveryInterface) (desired.Registry, error) {
 	reg := desired.DefaultRegistry()
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
-	schemas := actual.NewSchemas(disc)
+	env := newGraphEnv(disc)
 	var errs []error
 	for _, r := range resources {
 		if r.Graph == "" {
 			continue
 		}
-		gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
-		key := r.Key()
-		gvk, err := mapper.KindFor(gvr)
+		g, err := env.compile(cfg, r, r.GraphPath(), func(opts graph.Options) (*graph.Renderer, error) { return graph.Load(r.GraphPath(), opts) })
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %s: the kind of %s: %w", cfg.Where(key), key, r.Name(), err))
-			continue
-		}
-		if pk := desired.ParentKind(gvk.GroupKind()); len(pk) > validation.LabelValueMaxLength {
-			errs = append(errs, fmt.Errorf("%s: %s: %s cannot be a parent kind: its children's label %s=%s would have %d characters, a label value at most %d",
-				cfg.Where(key), key, r.Name(), desired.LabelParentKind, pk, len(pk), validation.LabelValueMaxLength))
-			continue
-		}
-		opts := GraphOptions(cfg.CEL)
-		opts.Schemas, opts.Parent = schemas, gvk
-		opts.Resource = func(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
-			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-			if err != nil {
-				return schema.GroupVersionResource{}, fmt.Errorf("not served by the API server: %w", err)
-			}
-			return m.Resource, nil
-		}
-		opts.External = func(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
-			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-			if err != nil {
-				return schema.GroupVersionResource{}, false, fmt.Errorf("not served by the API server: %w", err)
-			}
-			return m.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace, nil
-		}
-		opts.ClusterScoped = func(gvk schema.GroupVersionKind) bool {
-			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-			return err == nil && m.Scope.Name() == meta.RESTScopeNameRoot
-		}
-		g, err := loadWhenPublished(r.GraphPath(), opts)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if _, err := Placements(r, g); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		reg[r.RendererKey()] = g
 	}
 	return reg, errors.Join(errs...)
+}
+
+// graphEnv is what graphs compile against in one cluster: the kinds it
+// serves and the schemas it publishes, each asked once.
+type graphEnv struct {
+	mapper  meta.RESTMapper
+	schemas *actual.Schemas
+}
+
+func newGraphEnv(disc discovery.DiscoveryInterface) *graphEnv {
+	return &graphEnv{mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)), schemas: actual.NewSchemas(disc)}
+}
+
+// compile compiles the graph of r, which load reads with the options it
+// is given, against env, waiting up to schemaWait while the parent kind's
+// schema is not published yet, and checks where its templates place their
+// children (path names the graph in those messages).
+func (env *graphEnv) compile(cfg *config.Config, r config.Resource, path string, load func(graph.Options) (*graph.Renderer, error)) (*graph.Renderer, error) {
+	mapper := env.mapper
+	gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
+	key := r.Key()
+	gvk, err := mapper.KindFor(gvr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: the kind of %s: %w", cfg.Where(key), key, r.Name(), err)
+	}
+	if pk := desired.ParentKind(gvk.GroupKind()); len(pk) > validation.LabelValueMaxLength {
+		return nil, fmt.Errorf("%s: %s: %s cannot be a parent kind: its children's label %s=%s would have %d characters, a label value at most %d",
+			cfg.Where(key), key, r.Name(), desired.LabelParentKind, pk, len(pk), validation.LabelValueMaxLength)
+	}
+	opts := GraphOptions(cfg.CEL)
+	opts.Schemas, opts.Parent = env.schemas, gvk
+	opts.Resource = func(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return schema.GroupVersionResource{}, fmt.Errorf("not served by the API server: %w", err)
+		}
+		return m.Resource, nil
+	}
+	opts.External = func(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return schema.GroupVersionResource{}, false, fmt.Errorf("not served by the API server: %w", err)
+		}
+		return m.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace, nil
+	}
+	opts.ClusterScoped = func(gvk schema.GroupVersionKind) bool {
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		return err == nil && m.Scope.Name() == meta.RESTScopeNameRoot
+	}
+	g, err := loadWhenPublished(func() (*graph.Renderer, error) { return load(opts) })
+	if err != nil {
+		return nil, err
+	}
+	if _, err := placements(r, g, path); err != nil {
+		return nil, err
+	}
+	return g, nil
 }
 
 // schemaWait is how long a start waits for the API server to publish the
@@ -150,10 +170,10 @@ const schemaWait = 30 * time.Second
 
 // loadWhenPublished loads a graph, waiting up to schemaWait while the
 // parent kind's schema is not published yet.
-func loadWhenPublished(path string, opts graph.Options) (*graph.Renderer, error) {
+func loadWhenPublished(load func() (*graph.Renderer, error)) (*graph.Renderer, error) {
 	deadline := time.Now().Add(schemaWait)
 	for {
-		g, err := graph.Load(path, opts)
+		g, err := load()
 		if !errors.Is(err, resolver.ErrSchemaNotFound) || time.Now().After(deadline) {
 			return g, err
 		}

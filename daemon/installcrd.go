@@ -72,6 +72,11 @@ func installCRD(ctx context.Context, dyn dynamic.Interface, fieldManager string,
 	if p == nil {
 		return errors.New("the graph declares no parent kind and the resource names no crd file")
 	}
+	return applyCRD(ctx, dyn, fieldManager, p, log)
+}
+
+// applyCRD applies the parent kind's CRD p as installCRD does.
+func applyCRD(ctx context.Context, dyn dynamic.Interface, fieldManager string, p *graph.ParentCRD, log *zap.Logger) error {
 	want := p.CRD
 	crds := dyn.Resource(extv1.SchemeGroupVersion.WithResource("customresourcedefinitions"))
 	before := ""

@@ -20,16 +20,26 @@ import (
 // parents living there may use, are decided per parent, when it is
 // rendered.
 func Placements(r config.Resource, g *graph.Renderer) (lines []string, err error) {
+	return placements(r, g, r.GraphPath())
+}
+
+// placements is Placements of the graph that path names in messages.
+func placements(r config.Resource, g *graph.Renderer, path string) (lines []string, err error) {
 	var errs []error
+	on, of := "on "+r.Key(), "of "+r.Key()
+	if r.RGD() != "" {
+		on = "in the configuration's resourceGraphDefinitions (the platform's guards, which no ResourceGraphDefinition widens)"
+		of = on
+	}
 	for _, p := range g.Placements() {
-		where := fmt.Sprintf("%s:%d", r.GraphPath(), p.Line)
+		where := fmt.Sprintf("%s:%d", path, p.Line)
 		verdict := ""
 		switch {
 		case p.ClusterScoped && r.ClusterScopedChildren:
 			verdict = "allowed (clusterScopedChildren)"
 		case p.ClusterScoped:
 			errs = append(errs, fmt.Errorf("%s: %s: %s is cluster-scoped, and %s does not allow cluster-scoped children: every one would be refused; "+
-				"set clusterScopedChildren: true on %s, or remove the template", where, p.Where(), p.Kind, r.Name(), r.Key()))
+				"set clusterScopedChildren: true %s, or remove the template", where, p.Where(), p.Kind, r.Name(), on))
 			continue
 		case p.Expression && len(r.ChildNamespaces) == 0:
 			verdict = "only where it gives the parent's own namespace (childNamespaces is empty: any other is refused)"
@@ -43,7 +53,7 @@ func Placements(r config.Resource, g *graph.Renderer) (lines []string, err error
 			verdict = "allowed for the parents in " + p.Namespace + "; refused for the others (childNamespaces does not allow it)"
 		default:
 			errs = append(errs, fmt.Errorf("%s:%d: %s: %s does not allow children in namespace %s: every one would be refused; "+
-				"add it to childNamespaces of %s, or remove metadata.namespace", r.GraphPath(), p.NamespaceLine, p.Where(), r.Name(), p.Namespace, r.Key()))
+				"add it to childNamespaces %s, or remove metadata.namespace", path, p.NamespaceLine, p.Where(), r.Name(), p.Namespace, of))
 			continue
 		}
 		lines = append(lines, fmt.Sprintf("%s: %s: %s", where, p, verdict))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/resyncd/resyncd/cluster"
 	"github.com/resyncd/resyncd/config"
@@ -122,6 +123,15 @@ func (p *Prepared) makeReady(t *target) error {
 	}
 	if err := t.ClaimServer(); err != nil {
 		return err
+	}
+	if p.opts.InstallCRDs && p.cfg.ResourceGraphDefinitions.Enabled {
+		dyn, err := dynamic.NewForConfig(t.Clients.REST)
+		if err != nil {
+			return err
+		}
+		if err := ensureRGDCRD(context.Background(), dyn, p.cfg.FieldManager, t.Log); err != nil {
+			return p.explain(t.Clients, err)
+		}
 	}
 	if p.opts.InstallCRDs {
 		// No context, as for discovery: the request timeout bounds it.

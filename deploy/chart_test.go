@@ -178,7 +178,8 @@ func TestChartGolden(t *testing.T) {
 	}
 }
 
-// TestChartCRD: the chart ships exactly the CRD of deploy/crds.
+// TestChartCRD: the chart ships exactly the CRD of deploy/crds, and kro's
+// ResourceGraphDefinition CRD as resyncd embeds it.
 func TestChartCRD(t *testing.T) {
 	inChart, err := os.ReadFile(filepath.Join(chartDir, "crds", "resyncd.io_httpservices.yaml"))
 	if err != nil {
@@ -186,6 +187,18 @@ func TestChartCRD(t *testing.T) {
 	}
 	if !bytes.Equal(crdFile(t), inChart) {
 		t.Error("helm/resyncd/crds/resyncd.io_httpservices.yaml differs from crds/resyncd.io_httpservices.yaml; copy it over")
+	}
+	// kro's RGD CRD: the one resyncd installs when a cluster has none.
+	inChart, err = os.ReadFile(filepath.Join(chartDir, "crds", "kro.run_resourcegraphdefinitions.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	embedded, err := os.ReadFile(filepath.Join("..", "daemon", "crds", "kro.run_resourcegraphdefinitions.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(embedded, inChart) {
+		t.Error("helm/resyncd/crds/kro.run_resourcegraphdefinitions.yaml differs from daemon/crds/kro.run_resourcegraphdefinitions.yaml; copy it over")
 	}
 }
 

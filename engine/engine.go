@@ -46,6 +46,9 @@ type Engine struct {
 	// keepFields keeps the owned fields of live children for Report.Drifts.
 	keepFields bool
 	resources  []*resourceState
+	// addedMu guards added, the resources RunResource runs.
+	addedMu sync.Mutex
+	added   map[*resourceState]bool
 	// probe asks the API server whether it answers at all, for a resource
 	// whose passes fail; nil: never asked.
 	probe func(context.Context) error
@@ -291,6 +294,7 @@ func newEngine(cfg Settings, reader pageReader, writer objectWriter, opts Option
 		passTimeout: opts.PassTimeout,
 		shard:       opts.Shard,
 		failing:     map[*resourceState]bool{},
+		added:       map[*resourceState]bool{},
 	}
 	e.sched = newScheduler(cfg.Apply.Concurrency, cfg.Apply.MaxWritesPerPass, e.runJob)
 	if e.cfg.Cluster == "" {
@@ -308,23 +312,33 @@ func newEngine(cfg Settings, reader pageReader, writer objectWriter, opts Option
 		if err != nil {
 			return nil, fmt.Errorf("resources[%d]: %w", i, err)
 		}
-		sel, err := labels.Parse(r.LabelSelector)
+		rs, err := e.newResourceState(r, rd)
 		if err != nil {
-			return nil, fmt.Errorf("resources[%d].labelSelector: %w", i, err)
+			return nil, fmt.Errorf("resources[%d]: %w", i, err)
 		}
-		gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
-		rs := &resourceState{
-			cfg: r, cluster: e.cfg.Cluster, name: r.Name(), gvr: gvr, renderer: rd, selector: sel,
-			mem: newMemory(nil), drift: map[childKey]driftRecord{}, now: make(chan struct{}, 1), part: shard.Whole(),
-			keepers: map[schema.GroupVersionResource]*keeper{}, kindOrder: map[schema.GroupVersionResource]int{},
-		}
-		for i, ct := range rd.ChildTypes() {
-			rs.keepers[ct.GVR] = newKeeper(ct)
-			rs.kindOrder[ct.GVR] = i
-		}
-		rs.externals = newExternals(rd)
 		e.resources = append(e.resources, rs)
-		e.metrics.initialize(rs)
 	}
 	return e, nil
+}
+
+// newResourceState is what the engine starts with of the watched resource
+// r, rendered by rd.
+func (e *Engine) newResourceState(r config.Resource, rd desired.Renderer) (*resourceState, error) {
+	sel, err := labels.Parse(r.LabelSelector)
+	if err != nil {
+		return nil, fmt.Errorf("labelSelector: %w", err)
+	}
+	gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
+	rs := &resourceState{
+		cfg: r, cluster: e.cfg.Cluster, name: r.Name(), gvr: gvr, renderer: rd, selector: sel,
+		mem: newMemory(nil), drift: map[childKey]driftRecord{}, now: make(chan struct{}, 1), part: shard.Whole(),
+		keepers: map[schema.GroupVersionResource]*keeper{}, kindOrder: map[schema.GroupVersionResource]int{},
+	}
+	for i, ct := range rd.ChildTypes() {
+		rs.keepers[ct.GVR] = newKeeper(ct)
+		rs.kindOrder[ct.GVR] = i
+	}
+	rs.externals = newExternals(rd)
+	e.metrics.initialize(rs)
+	return rs, nil
 }

@@ -2,10 +2,12 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/resyncd/resyncd/config"
+	"github.com/resyncd/resyncd/desired"
 )
 
 // maxBackoff bounds the wait after passes that failed in a row.
@@ -76,31 +78,89 @@ func (e *Engine) Run(ctx context.Context, done func(i int, rep ResourceReport, e
 			continue
 		}
 		wg.Go(func() {
-			every(ctx, rs.cfg.Interval, rs.now, e.probe, func(ctx context.Context) error {
-				if e.passTimeout > 0 {
-					var cancel context.CancelFunc
-					ctx, cancel = context.WithTimeout(ctx, e.passTimeout)
-					defer cancel()
-				}
-				rep, err := e.SyncResource(ctx, i)
+			e.loop(ctx, ctx, rs, func(rep ResourceReport, err error) {
 				if done != nil {
 					done(i, rep, err)
 				}
-				return err
 			})
 		})
 	}
 	wg.Wait()
 }
 
+// RunResource runs passes over r, a resource the engine's settings do not
+// list (one a ResourceGraphDefinition of the cluster declares), rendered
+// by rd, on r's interval as Run does, until stop is closed or ctx ends. A
+// pass in flight when stop closes is finished first; one in flight when
+// ctx ends stops as Run's do. done, when not nil, is called after each
+// pass. Its writes share the cluster's write limiter, budget and workers
+// with every other resource's. When it returns, the resource's series are
+// gone from the metrics.
+func (e *Engine) RunResource(ctx context.Context, stop <-chan struct{}, r config.Resource, rd desired.Renderer, done func(ResourceReport, error)) error {
+	rs, err := e.newResourceState(r, rd)
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.Key(), err)
+	}
+	e.addedMu.Lock()
+	e.added[rs] = true
+	e.addedMu.Unlock()
+	defer func() {
+		e.addedMu.Lock()
+		delete(e.added, rs)
+		e.addedMu.Unlock()
+		e.failingMu.Lock()
+		delete(e.failing, rs)
+		e.failingMu.Unlock()
+		e.metrics.forgetResource(rs.cluster, rs.name)
+	}()
+	loopCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-loopCtx.Done():
+		}
+	}()
+	e.loop(loopCtx, ctx, rs, done)
+	return nil
+}
+
+// loop runs the passes of rs until loopCtx ends, each with a context of
+// passCtx.
+func (e *Engine) loop(loopCtx, passCtx context.Context, rs *resourceState, done func(ResourceReport, error)) {
+	every(loopCtx, rs.cfg.Interval, rs.now, e.probe, func(context.Context) error {
+		ctx := passCtx
+		if e.passTimeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, e.passTimeout)
+			defer cancel()
+		}
+		rep, err := e.syncState(ctx, rs)
+		if done != nil {
+			done(rep, err)
+		}
+		return err
+	})
+}
+
 // PassNow makes every resource's loop start its next pass at once, or, if
 // a pass is running, as soon as it ends, instead of waiting for the
 // interval. Calls while a pass is already due count once.
 func (e *Engine) PassNow() {
+	e.addedMu.Lock()
+	defer e.addedMu.Unlock()
 	for _, rs := range e.resources {
-		select {
-		case rs.now <- struct{}{}:
-		default:
-		}
+		rs.passNow()
+	}
+	for rs := range e.added {
+		rs.passNow()
+	}
+}
+
+func (rs *resourceState) passNow() {
+	select {
+	case rs.now <- struct{}{}:
+	default:
 	}
 }

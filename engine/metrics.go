@@ -124,6 +124,21 @@ func (m *Metrics) ForgetCluster(cluster string) {
 	}
 }
 
+// forgetResource deletes every series of the resource named name in the
+// cluster named cluster: one that is no longer watched (its
+// ResourceGraphDefinition deleted) leaves no stale value behind.
+func (m *Metrics) forgetResource(cluster, name string) {
+	if m == nil {
+		return
+	}
+	only := prometheus.Labels{"cluster": cluster, "resource": name}
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
+		m.passes, m.passDuration, m.lastSuccess, m.managed, m.drift, m.applies, m.deferred, m.falsePositives,
+	} {
+		v.DeletePartialMatch(only)
+	}
+}
+
 // initialize creates the series of a resource that are known in advance at
 // zero, so that rate() and dashboards see them before the first event.
 func (m *Metrics) initialize(rs *resourceState) {

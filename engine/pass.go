@@ -14,7 +14,11 @@ import (
 
 // SyncResource runs one pass over the i-th watched resource.
 func (e *Engine) SyncResource(ctx context.Context, i int) (ResourceReport, error) {
-	rs := e.resources[i]
+	return e.syncState(ctx, e.resources[i])
+}
+
+// syncState runs one pass over the resource rs.
+func (e *Engine) syncState(ctx context.Context, rs *resourceState) (ResourceReport, error) {
 	start := e.now()
 	rep := ResourceReport{Resource: rs.name}
 	if rs.cfg.Mode == config.ModeOff {

@@ -34,16 +34,8 @@ func ReadParentCRD(graphPath, crdPath string) (*ParentCRD, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read graph: %w", err)
 	}
-	if line := schemaLine(data); line > 0 {
-		s, err := ParseSchema(graphPath, data)
-		if err != nil {
-			return nil, err
-		}
-		crd, err := CRD(s, InferStatusTypes(s))
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: spec.schema: %w", graphPath, line, err)
-		}
-		return &ParentCRD{CRD: crd, FromSchema: true, Where: fmt.Sprintf("%s:%d", graphPath, line)}, nil
+	if p, err := SchemaCRD(graphPath, data); p != nil || err != nil {
+		return p, err
 	}
 	if crdPath == "" {
 		return nil, nil
@@ -53,6 +45,25 @@ func ReadParentCRD(graphPath, crdPath string) (*ParentCRD, error) {
 		return nil, err
 	}
 	return &ParentCRD{CRD: crd, Where: crdPath}, nil
+}
+
+// SchemaCRD is the parent kind's CRD that the graph file's content data
+// declares in its spec.schema; nil when it declares none. path names the
+// graph in messages.
+func SchemaCRD(path string, data []byte) (*ParentCRD, error) {
+	line := schemaLine(data)
+	if line == 0 {
+		return nil, nil
+	}
+	s, err := ParseSchema(path, data)
+	if err != nil {
+		return nil, err
+	}
+	crd, err := CRD(s, InferStatusTypes(s))
+	if err != nil {
+		return nil, fmt.Errorf("%s:%d: spec.schema: %w", path, line, err)
+	}
+	return &ParentCRD{CRD: crd, FromSchema: true, Where: fmt.Sprintf("%s:%d", path, line)}, nil
 }
 
 // schemaLine is the line of a graph file's spec.schema when it declares

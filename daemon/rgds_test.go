@@ -1,0 +1,288 @@
+package daemon
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/resyncd/resyncd/internal/fixture"
+	"github.com/resyncd/resyncd/internal/testenv"
+)
+
+// rgdYAML is an RGD of the kind kind whose instances each get a ConfigMap
+// holding spec.greeting and the edition (and, with extra, more templates).
+func rgdYAML(name, kind, edition, extra string) string {
+	return `apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata:
+  name: ` + name + `
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: ` + kind + `
+    spec:
+      greeting: string | default="hello"
+    status:
+      said: ${note.data.greeting}
+  resources:
+    - id: note
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata:
+          name: ${schema.metadata.name}-note
+        data:
+          greeting: ${schema.spec.greeting}
+          edition: "` + edition + `"
+` + extra
+}
+
+// applyRGD creates or replaces the RGD of doc.
+func applyRGD(t *testing.T, dyn dynamic.Interface, doc string) {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	rgds := dyn.Resource(rgdGVR)
+	live, err := rgds.Get(t.Context(), u.GetName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = rgds.Create(t.Context(), u, metav1.CreateOptions{})
+	case err == nil:
+		u.SetResourceVersion(live.GetResourceVersion())
+		_, err = rgds.Update(t.Context(), u, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rgdCondition is the condition typ of the RGD named name, and its state.
+func rgdState(t *testing.T, dyn dynamic.Interface, name, typ string) (state string, cond map[string]any, rgd *unstructured.Unstructured) {
+	t.Helper()
+	u, err := dyn.Resource(rgdGVR).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		return "", nil, nil
+	}
+	state, _, _ = unstructured.NestedString(u.Object, "status", "state")
+	return state, fixture.Condition(u, typ), u
+}
+
+// TestRGDsFromCluster: with resourceGraphDefinitions enabled and no
+// resource of its own, resyncd installs kro's RGD CRD, serves an RGD
+// applied to the cluster (its CRD applied and Established, its instances
+// converged, its status Active as kro writes it), refuses an invalid one
+// and one that would widen the guards with a status that says why and
+// nothing written, takes an edit at the next pass, and on a deletion stops
+// the passes and deletes nothing.
+func TestRGDsFromCluster(t *testing.T) {
+	rc := env(t).Config
+	dyn := dynamic.NewForConfigOrDie(rc)
+	cs := kubernetes.NewForConfigOrDie(rc)
+	const ns = "rgd-greetings"
+	if _, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	cfgPath := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(kubeconfig, env(t).Kubeconfig(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	body := `metrics: {address: "` + testenv.FreeAddr(t) + `"}
+health: {address: "` + testenv.FreeAddr(t) + `"}
+resourceGraphDefinitions:
+  enabled: true
+  interval: 1s
+`
+	if err := os.WriteFile(cfgPath, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, cfgPath, kubeconfig, 5*time.Second) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("resyncd run: %v", err)
+		}
+	})
+
+	crds := dyn.Resource(crdGVR)
+	fixture.Eventually(t, "kro's RGD CRD installed", 30*time.Second, func() bool {
+		_, err := crds.Get(t.Context(), "resourcegraphdefinitions.kro.run", metav1.GetOptions{})
+		return err == nil
+	})
+
+	applyRGD(t, dyn, rgdYAML("greeting", "Greeting", "1", ""))
+	fixture.Eventually(t, "RGD greeting Active, Ready at generation 1", 30*time.Second, func() bool {
+		state, ready, _ := rgdState(t, dyn, "greeting", "Ready")
+		return state == "Active" && ready["status"] == "True" && ready["observedGeneration"] == int64(1)
+	})
+	_, _, rgd := rgdState(t, dyn, "greeting", "Ready")
+	if order, _, _ := unstructured.NestedStringSlice(rgd.Object, "status", "topologicalOrder"); !slices.Equal(order, []string{"note"}) {
+		t.Errorf("topologicalOrder = %v, want [note]", order)
+	}
+	if !slices.Contains(rgd.GetFinalizers(), kroFinalizer) {
+		t.Errorf("finalizers = %v, want %s", rgd.GetFinalizers(), kroFinalizer)
+	}
+	for _, typ := range []string{rgdGraphAccepted, rgdKindReady, rgdControllerReady} {
+		if c := fixture.Condition(rgd, typ); c["status"] != "True" {
+			t.Errorf("condition %s = %v, want True", typ, c)
+		}
+	}
+	crd, err := crds.Get(t.Context(), "greetings.kro.run", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := fixture.Condition(crd, "Established"); c["status"] != "True" {
+		t.Fatalf("CRD greetings.kro.run Established = %v", c)
+	}
+
+	greetings := dyn.Resource(schema.GroupVersionResource{Group: "kro.run", Version: "v1alpha1", Resource: "greetings"}).Namespace(ns)
+	inst := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kro.run/v1alpha1", "kind": "Greeting",
+		"metadata": map[string]any{"name": "one"}, "spec": map[string]any{}}}
+	if _, err := greetings.Create(t.Context(), inst, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	data := func(key string) string {
+		cm, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), "one-note", metav1.GetOptions{})
+		if err != nil {
+			return ""
+		}
+		return cm.Data[key]
+	}
+	fixture.Eventually(t, "the instance's ConfigMap says hello, and its status too", 30*time.Second, func() bool {
+		u, err := greetings.Get(t.Context(), "one", metav1.GetOptions{})
+		said, _, _ := unstructured.NestedString(u.Object, "status", "said")
+		return err == nil && data("greeting") == "hello" && data("edition") == "1" && said == "hello"
+	})
+
+	// Invalid: nothing written but the RGD's status.
+	applyRGD(t, dyn, rgdYAML("broken", "Broken", "x", `    - id: extra
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata:
+          name: ${schema.spec.nosuch}
+`))
+	// Widening the guards: a cluster-scoped child, and one in another
+	// namespace, which the configuration allows neither.
+	applyRGD(t, dyn, rgdYAML("wide", "Wide", "x", `    - id: role
+      template:
+        apiVersion: rbac.authorization.k8s.io/v1
+        kind: ClusterRole
+        metadata:
+          name: ${schema.metadata.name}-reader
+        rules: []
+`))
+	// And a child in another namespace: served, as an instance living
+	// there may have it, and refused for every other instance.
+	applyRGD(t, dyn, rgdYAML("reach", "Reach", "1", `    - id: elsewhere
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata:
+          name: ${schema.metadata.name}-reach
+          namespace: kube-system
+`))
+	// A second RGD of a kind another serves.
+	applyRGD(t, dyn, rgdYAML("greeting-too", "Greeting", "1", ""))
+	for name, want := range map[string][]string{
+		"broken":       {rgdGraphAccepted, "InvalidResourceGraph", "ResourceGraphDefinition broken: resources[extra]", "nosuch"},
+		"wide":         {rgdGraphAccepted, "InvalidResourceGraph", "ClusterRole is cluster-scoped", "set clusterScopedChildren: true in the configuration's resourceGraphDefinitions"},
+		"greeting-too": {rgdKindReady, "Failed", "greetings.v1alpha1.kro.run is served by ResourceGraphDefinition greeting already"},
+	} {
+		fixture.Eventually(t, "RGD "+name+" Inactive with "+want[0]+" False", 30*time.Second, func() bool {
+			state, c, _ := rgdState(t, dyn, name, want[0])
+			return state == "Inactive" && c["status"] == "False"
+		})
+		_, c, u := rgdState(t, dyn, name, want[0])
+		if c["reason"] != want[1] {
+			t.Errorf("%s: %s reason %v, want %s", name, want[0], c["reason"], want[1])
+		}
+		for _, part := range want[2:] {
+			if msg, _ := c["message"].(string); !strings.Contains(msg, part) {
+				t.Errorf("%s: %s message %q does not say %q", name, want[0], msg, part)
+			}
+		}
+		if ready := fixture.Condition(u, "Ready"); ready["status"] != "False" {
+			t.Errorf("%s: Ready = %v, want False", name, ready)
+		}
+		if slices.Contains(u.GetFinalizers(), kroFinalizer) {
+			t.Errorf("%s: an RGD not served has the finalizer %s", name, kroFinalizer)
+		}
+	}
+	fixture.Eventually(t, "RGD reach Active", 30*time.Second, func() bool {
+		state, _, _ := rgdState(t, dyn, "reach", "Ready")
+		return state == "Active"
+	})
+	reaches := dyn.Resource(schema.GroupVersionResource{Group: "kro.run", Version: "v1alpha1", Resource: "reaches"}).Namespace(ns)
+	if _, err := reaches.Create(t.Context(), &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kro.run/v1alpha1", "kind": "Reach",
+		"metadata": map[string]any{"name": "out"}, "spec": map[string]any{}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Eventually(t, "the instance of reach in "+ns+" Stalled", 30*time.Second, func() bool {
+		u, err := reaches.Get(t.Context(), "out", metav1.GetOptions{})
+		return err == nil && fixture.Condition(u, "Stalled")["status"] == "True"
+	})
+	if _, err := cs.CoreV1().ConfigMaps("kube-system").Get(t.Context(), "out-reach", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the child in kube-system of an instance in %s: %v, want NotFound", ns, err)
+	}
+
+	for _, crd := range []string{"brokens.kro.run", "wides.kro.run"} {
+		if _, err := crds.Get(t.Context(), crd, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("CRD %s of an RGD refused: %v, want NotFound", crd, err)
+		}
+	}
+
+	// Edited: the next pass renders the new template.
+	applyRGD(t, dyn, rgdYAML("greeting", "Greeting", "2", ""))
+	fixture.Eventually(t, "the edit reaches the ConfigMap, and the RGD is Ready at generation 2", 30*time.Second, func() bool {
+		state, ready, _ := rgdState(t, dyn, "greeting", "Ready")
+		return data("edition") == "2" && state == "Active" && ready["observedGeneration"] == int64(2)
+	})
+
+	// Deleted: the RGD goes, its passes stop, nothing else is deleted.
+	for _, name := range []string{"greeting-too", "broken", "wide", "reach", "greeting"} {
+		if err := dyn.Resource(rgdGVR).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fixture.Eventually(t, "RGD greeting gone once its finalizer is removed", 30*time.Second, func() bool {
+		_, err := dyn.Resource(rgdGVR).Get(t.Context(), "greeting", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	cm, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), "one-note", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the child of an instance of a deleted RGD: %v", err)
+	}
+	cm.Data["greeting"] = "changed by hand"
+	if _, err := cs.CoreV1().ConfigMaps(ns).Update(t.Context(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * time.Second) // four intervals: a pass would have repaired it
+	if g := data("greeting"); g != "changed by hand" {
+		t.Errorf("a child of an RGD deleted was written after the deletion: greeting %q", g)
+	}
+	if _, err := greetings.Get(t.Context(), "one", metav1.GetOptions{}); err != nil {
+		t.Errorf("the instance of a deleted RGD: %v", err)
+	}
+	if _, err := crds.Get(t.Context(), "greetings.kro.run", metav1.GetOptions{}); err != nil {
+		t.Errorf("the CRD of a deleted RGD: %v", err)
+	}
+}
