@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zaptest"
 	"helm.sh/helm/v3/pkg/action"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -27,16 +28,20 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"sigs.k8s.io/yaml"
 
+	"github.com/resyncd/resyncd/cluster"
 	"github.com/resyncd/resyncd/config"
+	"github.com/resyncd/resyncd/daemon"
 	"github.com/resyncd/resyncd/desired"
 	"github.com/resyncd/resyncd/desired/graph"
 	"github.com/resyncd/resyncd/engine"
 	"github.com/resyncd/resyncd/internal/fixture"
+	"github.com/resyncd/resyncd/internal/testenv"
 )
 
 // TestChartEndToEnd installs the chart with the Helm SDK, then runs resyncd
@@ -831,5 +836,123 @@ func createWebApp(t *testing.T, ns, name string, spec map[string]any) {
 	}}
 	if _, err := dynamic.NewForConfigOrDie(env(t).Config).Resource(fixture.WebApps).Namespace(ns).Create(t.Context(), webapp, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestChartRGDs installs the chart with config.resourceGraphDefinitions
+// enabled and no resource of its own, then runs resyncd in-process as the
+// release's ServiceAccount: with the RBAC the chart grants, and nothing
+// more, it serves an RGD applied to the cluster (its CRD applied, its
+// status and finalizer written), converges an instance's children of the
+// kinds rbac.resourceGraphDefinitions.childKinds lists, and is forbidden
+// every other kind.
+func TestChartRGDs(t *testing.T) {
+	ctx := t.Context()
+	admin := kubernetes.NewForConfigOrDie(env(t).Config)
+	adminDyn := dynamic.NewForConfigOrDie(env(t).Config)
+	createNamespaces(t, admin, "rgd-system", "rgd-team")
+	cfg, sa := helmInstall(t, "rgds", "rgd-system", rgdValues)
+	if !cfg.ResourceGraphDefinitions.Enabled || len(cfg.Resources) != 0 {
+		t.Fatalf("the chart's configuration: resourceGraphDefinitions %+v, %d resources", cfg.ResourceGraphDefinitions, len(cfg.Resources))
+	}
+	rgds := schema.GroupVersionResource{Group: "kro.run", Version: "v1alpha1", Resource: "resourcegraphdefinitions"}
+	fixture.Eventually(t, "the ClusterRole in force", 30*time.Second, func() bool {
+		_, err := dynamic.NewForConfigOrDie(sa).Resource(rgds).List(ctx, metav1.ListOptions{})
+		return err == nil
+	})
+	// As the pod runs: through a kubeconfig that is the ServiceAccount.
+	kc, err := clientcmd.Load(env(t).Kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ai := range kc.AuthInfos {
+		ai.Impersonate, ai.ImpersonateGroups = sa.Impersonate.UserName, sa.Impersonate.Groups
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Metrics.Address, cfg.Health.Address = testenv.FreeAddr(t), testenv.FreeAddr(t)
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- daemon.Run(runCtx, cfg, daemon.Options{Log: zaptest.NewLogger(t), PassTimeout: time.Minute,
+			Dialer: cluster.Dialer{Kubeconfig: kubeconfig, RequestTimeout: 5 * time.Second, UserAgent: "resyncd/test"}})
+	}()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("resyncd run as the ServiceAccount: %v", err)
+		}
+	})
+
+	rgd := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(`apiVersion: kro.run/v1alpha1
+kind: ResourceGraphDefinition
+metadata:
+  name: chart-site
+spec:
+  schema:
+    apiVersion: v1alpha1
+    kind: ChartSite
+    spec:
+      image: string | default="nginx"
+  resources:
+    - id: settings
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata:
+          name: ${schema.metadata.name}-settings
+        data:
+          image: ${schema.spec.image}
+    - id: web
+      template:
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata:
+          name: ${schema.metadata.name}
+        spec:
+          selector:
+            matchLabels: {app: "${schema.metadata.name}"}
+          template:
+            metadata:
+              labels: {app: "${schema.metadata.name}"}
+              annotations: {settings: "${settings.metadata.name}"}
+            spec:
+              containers:
+                - name: web
+                  image: ${schema.spec.image}
+`), &rgd.Object); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adminDyn.Resource(rgds).Create(ctx, rgd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = adminDyn.Resource(rgds).Delete(context.Background(), "chart-site", metav1.DeleteOptions{}) })
+	fixture.Eventually(t, "the RGD Active, with resyncd's finalizer", 60*time.Second, func() bool {
+		u, err := adminDyn.Resource(rgds).Get(ctx, "chart-site", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		state, _, _ := unstructured.NestedString(u.Object, "status", "state")
+		return state == "Active" && slices.Contains(u.GetFinalizers(), "kro.run/finalizer")
+	})
+	sites := schema.GroupVersionResource{Group: "kro.run", Version: "v1alpha1", Resource: "chartsites"}
+	site := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kro.run/v1alpha1", "kind": "ChartSite",
+		"metadata": map[string]any{"name": "shop", "namespace": "rgd-team"}, "spec": map[string]any{}}}
+	if _, err := adminDyn.Resource(sites).Namespace("rgd-team").Create(ctx, site, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Eventually(t, "the instance's ConfigMap and Deployment, and its status Ready", 60*time.Second, func() bool {
+		_, err1 := admin.CoreV1().ConfigMaps("rgd-team").Get(ctx, "shop-settings", metav1.GetOptions{})
+		_, err2 := admin.AppsV1().Deployments("rgd-team").Get(ctx, "shop", metav1.GetOptions{})
+		u, err3 := adminDyn.Resource(sites).Namespace("rgd-team").Get(ctx, "shop", metav1.GetOptions{})
+		return err1 == nil && err2 == nil && err3 == nil && fixture.Condition(u, "Ready") != nil
+	})
+	// Nothing beyond what the chart lists: a kind it does not grant.
+	saCS := kubernetes.NewForConfigOrDie(sa)
+	if _, err := saCS.CoreV1().Secrets("rgd-team").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("list Secrets as the ServiceAccount: %v, want forbidden", err)
 	}
 }

@@ -82,6 +82,10 @@ var valueSets = map[string]map[string]any{
 	// NetworkPolicies and a custom kind in two namespaces: a ClusterRole for
 	// the first, Roles in those two namespaces for the second.
 	"graph-kinds": graphKinds,
+	// kro's ResourceGraphDefinitions from the cluster, and no resource of
+	// the file: the RBAC of RGDs, CRDs, kro.run's instances and the child
+	// kinds listed.
+	"rgds": rgdValues,
 	// A kro ResourceGraphDefinition named alone: the parent kind, and the
 	// CRD resyncd installs at start, come from its spec.schema.
 	"kro-graph": {
@@ -90,6 +94,24 @@ var valueSets = map[string]map[string]any{
 			map[string]any{"graph": "storefront.yaml", "installCRD": true, "namespaces": []any{"shop"}},
 		}},
 	},
+}
+
+// rgdValues are the values of the rgds set.
+var rgdValues = map[string]any{
+	"config": map[string]any{
+		"resources":                []any{},
+		"resourceGraphDefinitions": map[string]any{"enabled": true, "interval": "5s"},
+	},
+	"rbac": map[string]any{"resourceGraphDefinitions": map[string]any{"childKinds": []any{
+		map[string]any{"group": "", "kind": "ConfigMap"},
+		map[string]any{"group": "apps", "kind": "Deployment"},
+		map[string]any{"group": "", "kind": "Service"},
+	}}},
+}
+
+// withRGDChildKinds are the rgds values with kinds as the child kinds.
+func withRGDChildKinds(kinds ...any) map[string]any {
+	return map[string]any{"config": rgdValues["config"], "rbac": map[string]any{"resourceGraphDefinitions": map[string]any{"childKinds": kinds}}}
 }
 
 // graphKinds are the values of the graph-kinds set.
@@ -224,6 +246,12 @@ func TestChartRejectsBadValues(t *testing.T) {
 		{"ring and leader election", map[string]any{"config": map[string]any{"sharding": map[string]any{"enabled": true}, "leaderElection": map[string]any{"enabled": true}}},
 			"config.sharding.enabled and config.leaderElection.enabled are both true"},
 		{"cluster Secrets without a selector", map[string]any{"config": map[string]any{"clusterSecrets": []any{map[string]any{"namespace": "argocd"}}}}, "labelSelector"},
+		{"RGDs with no child kind", map[string]any{"config": map[string]any{"resources": []any{},
+			"resourceGraphDefinitions": map[string]any{"enabled": true}}}, "rbac.resourceGraphDefinitions.childKinds"},
+		{"RGDs with a cluster-scoped child kind", withRGDChildKinds(map[string]any{"group": "rbac.authorization.k8s.io", "kind": "ClusterRole"}),
+			"rbac.resourceGraphDefinitions.childKinds[0] (ClusterRole.rbac.authorization.k8s.io) is cluster-scoped"},
+		{"RGDs with an unknown child kind", withRGDChildKinds(map[string]any{"group": "example.com", "kind": "Widget"}), "rbac.customKinds"},
+		{"RGDs with a child kind resyncd cannot write", withRGDChildKinds(map[string]any{"group": "authentication.k8s.io", "kind": "TokenReview"}), "cannot write"},
 		{"cluster Secrets in no namespace", map[string]any{"config": map[string]any{"clusterSecrets": []any{map[string]any{"labelSelector": "a=b"}}}}, "namespace"},
 	}
 	for _, tt := range tests {

@@ -205,6 +205,7 @@ clusterSecrets key when it lists nothing.
 {{- $_ := unset $cfg "sharding" }}
 {{- end }}
 {{- if not $cfg.clusterSecrets }}{{ $_ := unset $cfg "clusterSecrets" }}{{ end }}
+{{- if not ($cfg.resourceGraphDefinitions | default dict).enabled }}{{ $_ := unset $cfg "resourceGraphDefinitions" }}{{ end }}
 {{- $_ := set $cfg "resources" (include "resyncd.resources" . | fromJsonArray) }}
 {{- $_ := set $cfg "metrics" (dict "address" (printf ":%d" (int .Values.metrics.service.port)) "secure" (.Values.metrics.secure | default false)) }}
 {{- $_ := set $cfg "health" (dict "address" (printf ":%d" (int .Values.healthPort))) }}
