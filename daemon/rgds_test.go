@@ -172,6 +172,39 @@ resourceGraphDefinitions:
 		return err == nil && data("greeting") == "hello" && data("edition") == "1" && said == "hello"
 	})
 
+	// The example of docs/examples, as README's make run applies it.
+	if _, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"webstack-rgd.yaml", "webstack.yaml"} {
+		data, err := os.ReadFile(filepath.Join("..", "docs", "examples", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(data, &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		if f == "webstack-rgd.yaml" {
+			applyRGD(t, dyn, string(data))
+			fixture.Eventually(t, "RGD webstack Active", 30*time.Second, func() bool {
+				state, _, _ := rgdState(t, dyn, "webstack", "Ready")
+				return state == "Active"
+			})
+			continue
+		}
+		ws := dyn.Resource(schema.GroupVersionResource{Group: "kro.run", Version: "v1alpha1", Resource: "webstacks"}).Namespace("shop")
+		if _, err := ws.Create(t.Context(), u, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fixture.Eventually(t, "the WebStack landing's ConfigMap, Deployment (3 replicas) and Service", 30*time.Second, func() bool {
+		cm, err1 := cs.CoreV1().ConfigMaps("shop").Get(t.Context(), "landing-settings", metav1.GetOptions{})
+		d, err2 := cs.AppsV1().Deployments("shop").Get(t.Context(), "landing", metav1.GetOptions{})
+		_, err3 := cs.CoreV1().Services("shop").Get(t.Context(), "landing", metav1.GetOptions{})
+		return err1 == nil && err2 == nil && err3 == nil && cm.Data["MESSAGE"] == "welcome to the shop" && *d.Spec.Replicas == 3
+	})
+
 	// Invalid: nothing written but the RGD's status.
 	applyRGD(t, dyn, rgdYAML("broken", "Broken", "x", `    - id: extra
       template:
@@ -258,7 +291,7 @@ resourceGraphDefinitions:
 	})
 
 	// Deleted: the RGD goes, its passes stop, nothing else is deleted.
-	for _, name := range []string{"greeting-too", "broken", "wide", "reach", "greeting"} {
+	for _, name := range []string{"greeting-too", "broken", "wide", "reach", "webstack", "greeting"} {
 		if err := dyn.Resource(rgdGVR).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
