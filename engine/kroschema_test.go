@@ -76,6 +76,9 @@ spec:
 	if r := condition(t, p, "Ready"); r["status"] != "True" {
 		t.Errorf("Ready = %v, want True", r)
 	}
+	if st["state"] != "ACTIVE" {
+		t.Errorf("status.state = %v, want ACTIVE, as kro shows a Ready instance", st["state"])
+	}
 	h.log.reset()
 	rep = h.sync()
 	if w := writes(h.log.reset()); len(w) != 0 || rep.Failed != 0 {

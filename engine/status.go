@@ -21,7 +21,40 @@ func status(rs *resourceState, p *unstructured.Unstructured, obs Observation) (m
 			delete(out, f)
 		}
 	}
+	if k, ok := rs.renderer.(kroState); ok && err == nil && k.WritesState() {
+		out["state"] = kroStateOf(out)
+	}
 	return out, err
+}
+
+// kroState is a renderer whose parents show kro's status.state beside the
+// conditions (a graph whose parent kind declares it).
+type kroState interface {
+	WritesState() bool
+}
+
+// The states of kro's instances that resyncd's conditions tell.
+const (
+	stateActive     = "ACTIVE"
+	stateInProgress = "IN_PROGRESS"
+	stateFailed     = "FAILED"
+)
+
+// kroStateOf is kro's state of a parent whose status is st: ACTIVE when
+// Ready, FAILED when Stalled, else IN_PROGRESS.
+func kroStateOf(st map[string]any) string {
+	conds, _ := st["conditions"].([]any)
+	state := stateInProgress
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		switch {
+		case m["type"] == ConditionStalled && m["status"] == "True":
+			return stateFailed
+		case m["type"] == ConditionReady && m["status"] == "True":
+			state = stateActive
+		}
+	}
+	return state
 }
 
 // undeclaredStatus is a renderer that knows which of the fields Compose

@@ -91,11 +91,12 @@ func CRD(s *Schema, status StatusTypes) (*extv1.CustomResourceDefinition, error)
 	return crd, nil
 }
 
-// defaultColumns are a parent's columns when the schema names none: kro's
-// without its state, which resyncd does not write.
+// defaultColumns are a parent's columns when the schema names none, as
+// kro's: the state, the Ready condition, the age.
 var defaultColumns = []extv1.CustomResourceColumnDefinition{
-	{Name: "Ready", Type: "string", JSONPath: `.status.conditions[?(@.type=="Ready")].status`},
-	{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+	{Name: "State", Type: "string", Description: "The state of a ResourceGraphDefinition instance", JSONPath: ".status.state"},
+	{Name: "Ready", Type: "string", Description: "Whether a ResourceGraphDefinition instance is ready", JSONPath: `.status.conditions[?(@.type=="Ready")].status`},
+	{Name: "Age", Type: "date", Description: "Age of the resource", JSONPath: ".metadata.creationTimestamp"},
 }
 
 // statusSchema is the schema of the parent's status: the template's fields
@@ -107,6 +108,9 @@ func statusSchema(template map[string]any, known StatusTypes) extv1.JSONSchemaPr
 	}
 	s.Properties[statusObservedGeneration] = extv1.JSONSchemaProps{Type: "integer", Format: "int64"}
 	s.Properties[statusConditions] = conditionsSchema()
+	if _, set := s.Properties[stateField]; !set {
+		s.Properties[stateField] = extv1.JSONSchemaProps{Type: "string"}
+	}
 	return s
 }
 

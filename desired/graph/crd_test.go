@@ -93,6 +93,7 @@ func TestCRDStatusTypes(t *testing.T) {
 		}},
 		"observedGeneration": {Type: "integer", Format: "int64"},
 		"conditions":         conditionsSchema(),
+		"state":              {Type: "string"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)

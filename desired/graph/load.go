@@ -86,6 +86,8 @@ type Renderer struct {
 	// undeclared are the status fields the engine adds that the parent's
 	// schema does not declare (UndeclaredStatus).
 	undeclared []string
+	// state: the engine writes status.state (WritesState).
+	state bool
 }
 
 // UndeclaredStatus lists the status fields the engine adds
@@ -93,6 +95,12 @@ type Renderer struct {
 // as the graph was typed by, does not declare; the engine leaves them out
 // of what it applies. Empty when the graph was loaded untyped.
 func (r *Renderer) UndeclaredStatus() []string { return r.undeclared }
+
+// WritesState says whether the engine writes the parent's status.state, as
+// kro does (ACTIVE, IN_PROGRESS, FAILED): when the parent kind's status
+// schema declares it, as a CRD made from spec.schema does, and the graph's
+// own status fields do not set it.
+func (r *Renderer) WritesState() bool { return r.state }
 
 // Schema is the parent kind the graph file declares in spec.schema, from
 // which `resyncd crd` makes its CRD; nil when it declares none.
@@ -185,6 +193,7 @@ func Parse(path string, data []byte, opts Options) (*Renderer, error) {
 		return nil, ps.err()
 	}
 	r.undeclared = undeclaredEngineStatus(parentSchema)
+	r.state = declaresState(parentSchema) && !setsState(f.status)
 	switch {
 	case r.schema != nil:
 		if r.defaulter, err = defaulterOf(r.schema); err != nil {
@@ -254,6 +263,33 @@ func undeclaredEngineStatus(parent *spec.Schema) []string {
 		}
 	}
 	return out
+}
+
+// stateField is the status field of kro's instance state.
+const stateField = "state"
+
+// declaresState says whether the parent's status schema declares a string
+// state.
+func declaresState(parent *spec.Schema) bool {
+	if parent == nil {
+		return false
+	}
+	st, found := parent.Properties["status"]
+	if !found {
+		return false
+	}
+	state, found := st.Properties[stateField]
+	return found && state.Type.Contains("string")
+}
+
+// setsState says whether the status template t sets state itself.
+func setsState(t *tmpl) bool {
+	if t == nil {
+		return false
+	}
+	m, ok := t.value.(map[string]any)
+	_, set := m[stateField]
+	return ok && set
 }
 
 // preservesUnknown says whether s keeps fields it does not declare.
