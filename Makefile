@@ -36,6 +36,11 @@ bins: ## Build (first time: about 10 minutes) or link the cached etcd, kube-apis
 kro: ## Build (first time: about 8 minutes) or link kro's controller and its CRDs, and chainsaw (kro's e2e runner), at the versions tools/kro and tools/chainsaw pin, into bin/
 	tools/build.sh kro chainsaw
 
+.PHONY: conformance
+conformance: bins build kro ## kro's own e2e scenarios (chainsaw, at the kro version tools/kro pins) against resyncd serving RGDs on a local control plane (about 5 minutes): docs/conformance.md
+	go build -o bin/devcluster ./cmd/devcluster
+	tools/conformance.sh || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
+
 .PHONY: test
 test: bins ## Run every test of every module (the daemon's, bench/, deploy/, tools/image/) against a real kube-apiserver + etcd
 	go vet ./...
