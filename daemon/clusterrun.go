@@ -142,7 +142,7 @@ func (d *daemon) runCluster(ctx context.Context, t *target, started func(*engine
 func passOf(rep engine.ResourceReport) serve.Pass {
 	return serve.Pass{
 		Parents: rep.Parents, Foreign: rep.Foreign, Drifted: rep.Drifted + rep.Missing + rep.Orphaned,
-		Written: rep.Created + rep.Updated + rep.Deleted + rep.Released + rep.Statuses,
+		Written: rep.Created + rep.Updated + rep.Deleted + rep.Released + rep.Statuses + rep.Metadata,
 		Failed:  rep.Failed, Stalled: rep.Stalled, Deferred: rep.Deferred, Transient: rep.Transient, Sharded: rep.Sharded,
 	}
 }

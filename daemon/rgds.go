@@ -294,6 +294,7 @@ func (s *rgds) compile(ctx context.Context, u *unstructured.Unstructured) (confi
 	if err != nil {
 		return r, nil, st.invalid(err)
 	}
+	g.ServeAsKro(name, u.GetUID())
 	st.running(r.Interval)
 	return r, g, st
 }

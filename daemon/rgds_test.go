@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/resyncd/resyncd/desired/graph"
 	"github.com/resyncd/resyncd/internal/fixture"
 	"github.com/resyncd/resyncd/internal/testenv"
 )
@@ -171,6 +172,34 @@ resourceGraphDefinitions:
 		said, _, _ := unstructured.NestedString(u.Object, "status", "said")
 		return err == nil && data("greeting") == "hello" && data("edition") == "1" && said == "hello"
 	})
+	assertKroInstance(t, greetings, rgd, "one", cs, ns, "one-note", "note")
+
+	// Deleted: kro's finalizer comes off, the garbage collector is left
+	// the children (they name the instance in their ownerReferences).
+	two := inst.DeepCopy()
+	two.SetName("two")
+	if _, err := greetings.Create(t.Context(), two, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Eventually(t, "instance two served, with kro's finalizer", 30*time.Second, func() bool {
+		u, err := greetings.Get(t.Context(), "two", metav1.GetOptions{})
+		_, cmErr := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), "two-note", metav1.GetOptions{})
+		return err == nil && slices.Contains(u.GetFinalizers(), graph.KroFinalizer) && cmErr == nil
+	})
+	twoLive, _ := greetings.Get(t.Context(), "two", metav1.GetOptions{})
+	if err := greetings.Delete(t.Context(), "two", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Eventually(t, "instance two gone once resyncd takes kro's finalizer off", 30*time.Second, func() bool {
+		_, err := greetings.Get(t.Context(), "two", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	if cm, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), "two-note", metav1.GetOptions{}); err == nil {
+		// No garbage collector runs here; the ConfigMap is its to delete.
+		if refs := cm.OwnerReferences; len(refs) != 1 || refs[0].UID != twoLive.GetUID() {
+			t.Errorf("the child of the deleted instance two: ownerReferences %v, want one to %s", refs, twoLive.GetUID())
+		}
+	}
 
 	// The example of docs/examples, as README's make run applies it.
 	if _, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -269,9 +298,11 @@ resourceGraphDefinitions:
 		"metadata": map[string]any{"name": "out"}, "spec": map[string]any{}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	fixture.Eventually(t, "the instance of reach in "+ns+" Stalled", 30*time.Second, func() bool {
+	fixture.Eventually(t, "the instance of reach in "+ns+" FAILED, its ResourcesReady False", 30*time.Second, func() bool {
 		u, err := reaches.Get(t.Context(), "out", metav1.GetOptions{})
-		return err == nil && fixture.Condition(u, "Stalled")["status"] == "True"
+		state, _, _ := unstructured.NestedString(u.Object, "status", "state")
+		return err == nil && state == "FAILED" && fixture.Condition(u, "ResourcesReady")["status"] == "False" &&
+			fixture.Condition(u, "Ready")["status"] == "False"
 	})
 	if _, err := cs.CoreV1().ConfigMaps("kube-system").Get(t.Context(), "out-reach", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the child in kube-system of an instance in %s: %v, want NotFound", ns, err)
@@ -317,5 +348,53 @@ resourceGraphDefinitions:
 	}
 	if _, err := crds.Get(t.Context(), "greetings.kro.run", metav1.GetOptions{}); err != nil {
 		t.Errorf("the CRD of a deleted RGD: %v", err)
+	}
+}
+
+// assertKroInstance checks that the instance name of rgd carries kro's
+// finalizer and labels and shows kro's four conditions, True, and state
+// ACTIVE, and that its child, the ConfigMap cmName of resource id, carries
+// kro's labels naming it.
+func assertKroInstance(t *testing.T, instances dynamic.ResourceInterface, rgd *unstructured.Unstructured, name string,
+	cs kubernetes.Interface, ns, cmName, id string) {
+	t.Helper()
+	var u *unstructured.Unstructured
+	fixture.Eventually(t, "instance "+name+" ACTIVE, with kro's conditions", 30*time.Second, func() bool {
+		var err error
+		u, err = instances.Get(t.Context(), name, metav1.GetOptions{})
+		state, _, _ := unstructured.NestedString(u.Object, "status", "state")
+		return err == nil && state == "ACTIVE"
+	})
+	if !slices.Contains(u.GetFinalizers(), graph.KroFinalizer) {
+		t.Errorf("instance %s: finalizers %v, want %s", name, u.GetFinalizers(), graph.KroFinalizer)
+	}
+	for k, v := range map[string]string{"kro.run/owned": "true", "kro.run/resource-graph-definition-name": rgd.GetName(),
+		"kro.run/resource-graph-definition-id": string(rgd.GetUID())} {
+		if got := u.GetLabels()[k]; got != v {
+			t.Errorf("instance %s: label %s = %q, want %q", name, k, got, v)
+		}
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	var types []string
+	for _, c := range conds {
+		m := c.(map[string]any)
+		types = append(types, m["type"].(string))
+		if m["status"] != "True" || m["observedGeneration"] != u.GetGeneration() {
+			t.Errorf("instance %s: condition %v, want True at generation %d", name, m, u.GetGeneration())
+		}
+	}
+	if want := []string{"InstanceManaged", "GraphResolved", "ResourcesReady", "Ready"}; !slices.Equal(types, want) {
+		t.Errorf("instance %s: conditions %v, want %v", name, types, want)
+	}
+	cm, err := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), cmName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{"kro.run/owned": "true", "kro.run/instance-id": string(u.GetUID()), "kro.run/instance-name": name,
+		"kro.run/instance-namespace": ns, "kro.run/instance-kind": u.GetKind(), "kro.run/instance-group": "kro.run",
+		"kro.run/instance-version": "v1alpha1", "kro.run/node-id": id} {
+		if got := cm.Labels[k]; got != v {
+			t.Errorf("ConfigMap %s: label %s = %q, want %q", cmName, k, got, v)
+		}
 	}
 }

@@ -10,11 +10,11 @@ import (
 )
 
 // patch applies an RFC 6902 JSON patch to an object: how a child is
-// released.
+// released, and a parent's own metadata written (OpMetadata).
 func (a *applier) patch(ctx context.Context, gvr schema.GroupVersionResource, kind, ns, name string, ops []jsonPatchOp) error {
 	body, err := json.Marshal(ops)
 	if err == nil {
 		_, err = a.client.Resource(gvr).Namespace(ns).Patch(ctx, name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: a.manager})
 	}
-	return a.fail("release", gvr, kind, ns, name, err)
+	return a.fail("patch", gvr, kind, ns, name, err)
 }

@@ -60,6 +60,10 @@ type Observation struct {
 	Withheld Withheld
 	// Held are the children that carry resyncd.io/reconcile: disabled.
 	Held []Held
+	// Unmanaged says why an instance of kro's lacks kro's finalizer and
+	// labels; Unresolved that its graph could not be rendered for it.
+	Unmanaged  string
+	Unresolved bool
 }
 
 // Compose is the whole status resyncd writes for parent: the renderer's

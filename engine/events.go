@@ -19,7 +19,7 @@ const maxNote = 1024
 // transitions only, never once per pass for the same state, and not again
 // for a Stalled reason announced while the status could not be written.
 func (e *Engine) recordTransitions(rs *resourceState, parent *unstructured.Unstructured, oldStatus, newStatus map[string]any) {
-	was, is := conditionOf(oldStatus, ConditionStalled), conditionOf(newStatus, ConditionStalled)
+	was, is := stalledOf(oldStatus), stalledOf(newStatus)
 	announced := rs.mem.announced[parent.GetUID()] == is["reason"]
 	if is["status"] == "True" && (was["status"] != "True" || was["reason"] != is["reason"]) && !announced {
 		e.log.Warn("Parent stalled", zap.String("parent", objectID(parent)), zap.String("reason", str(is["reason"])),

@@ -133,6 +133,14 @@ type jobExtra struct {
 	// the parent's namespace where the watched resource does not allow it.
 	refused []desired.Failure
 	held    []Held // children with resyncd.io/reconcile: disabled
+	// metadata is the patch of the parent's own metadata (OpMetadata);
+	// releasing says it takes kro's finalizer off a parent being deleted,
+	// the job's only write. unmanaged says why it was not made.
+	metadata  []jsonPatchOp
+	releasing bool
+	unmanaged string
+	// unresolved: the parent's graph could not be rendered.
+	unresolved bool
 }
 
 // noExtra is the extra of a job that has none, to read.

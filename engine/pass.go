@@ -106,7 +106,7 @@ func (e *Engine) record(rs *resourceState, rep *ResourceReport, err error) {
 	fields := []zap.Field{
 		zap.String("resource", rs.name), zap.Int("parents", rep.Parents),
 		zap.Int("inSync", rep.InSync), zap.Int("drifted", rep.Drifted), zap.Int("missing", rep.Missing), zap.Int("orphaned", rep.Orphaned), zap.Int("taken", rep.Taken),
-		zap.Int("created", rep.Created), zap.Int("updated", rep.Updated), zap.Int("deleted", rep.Deleted), zap.Int("released", rep.Released), zap.Int("statuses", rep.Statuses),
+		zap.Int("created", rep.Created), zap.Int("updated", rep.Updated), zap.Int("deleted", rep.Deleted), zap.Int("released", rep.Released), zap.Int("statuses", rep.Statuses), zap.Int("metadata", rep.Metadata),
 		zap.Int("noops", rep.NoOps), zap.Int("superseded", rep.Superseded), zap.Int("deferred", rep.Deferred), zap.Int("withheld", rep.Withheld), zap.Int("blocked", rep.Blocked),
 		zap.Int("failed", rep.Failed), zap.Int("transient", rep.Transient), zap.Int("stalled", rep.Stalled), zap.Duration("duration", rep.Duration),
 	}

@@ -291,7 +291,9 @@ func (pl *passPlan) parent(ctx context.Context, p *unstructured.Unstructured, w 
 	if p.GetDeletionTimestamp() != nil {
 		// Being deleted: the garbage collector removes its children (in
 		// the foreground, before the parent). Re-creating them would
-		// fight it, and the status is of no more use.
+		// fight it, and the status is of no more use. An instance of
+		// kro's has kro's finalizer taken off.
+		pl.planRelease(p)
 		return nil
 	}
 	if !rs.selector.Matches(labels.Set(p.GetLabels())) {
@@ -321,6 +323,11 @@ func (pl *passPlan) parent(ctx context.Context, p *unstructured.Unstructured, w 
 	sort.Slice(mine, func(a, b int) bool { return mine[a].key.less(mine[b].key) })
 	j := e.planParent(rs, p, live, mine, claimed, pl.seenDrift, pl.now, rep, ext)
 	j.statusFields = statusFields
+	if labels, finalizer, ok := kroOf(rs); ok {
+		if ops := manageOps(p, labels, finalizer); ops != nil {
+			j.more().metadata = ops
+		}
+	}
 	e.planUnrendered(rs, j, mine, claimed, pl.seenDrift, pl.now, rep)
 	if !e.idle(rs, j) {
 		j.synced = nil // read only to remember an idle parent (idleOf)

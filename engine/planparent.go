@@ -130,7 +130,7 @@ func (e *Engine) planUnrendered(rs *resourceState, j *job, mine []*liveChild, cl
 // idle says whether j has nothing to do: no write, no check, nothing
 // pending or failed, and a status that would not change.
 func (e *Engine) idle(rs *resourceState, j *job) bool {
-	if len(j.ops)+len(j.prunes)+len(j.rare().checks)+len(j.rare().fights) > 0 || j.failure != nil || j.pending > 0 {
+	if len(j.ops)+len(j.prunes)+len(j.rare().checks)+len(j.rare().fights)+len(j.rare().metadata) > 0 || j.failure != nil || j.pending > 0 {
 		return false
 	}
 	st, err := status(rs, j.parent, e.observe(j))
@@ -163,6 +163,7 @@ func (e *Engine) planParent(rs *resourceState, p *unstructured.Unstructured, liv
 	g, err := e.render(rs, p, j.inputs, j.rare().external)
 	if err != nil {
 		j.failure = renderFailure(err)
+		j.more().unresolved = true
 		return j
 	}
 	j.setWaiting(g.Waiting)

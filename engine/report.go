@@ -25,6 +25,9 @@ type ResourceReport struct {
 	// Released counts the children let go instead of deleted
 	// (resyncd.io/prune: disabled).
 	Released int
+	// Metadata counts the writes of parents' own metadata: kro's finalizer
+	// and labels put on an instance, or the finalizer taken off.
+	Metadata int
 	// Deferred counts the writes left for the next pass by the budget.
 	Deferred int
 	// Withheld counts the writes not made on purpose (warn mode,
@@ -111,7 +114,7 @@ func (r *ResourceReport) missingWasTaken(kind string) {
 
 // Writes is the number of writes the pass made.
 func (r ResourceReport) Writes() int {
-	return r.Created + r.Updated + r.Deleted + r.Released + r.Statuses + r.NoOps + r.Superseded + r.Failed
+	return r.Created + r.Updated + r.Deleted + r.Released + r.Statuses + r.Metadata + r.NoOps + r.Superseded + r.Failed
 }
 
 // Drift is one child that differs from what it should be.
@@ -143,6 +146,8 @@ func (r *ResourceReport) book(o outcome) {
 			r.Released++
 		case OpStatus:
 			r.Statuses++
+		case OpMetadata:
+			r.Metadata++
 		}
 	case resultNoop:
 		if o.verb == OpUpdate {

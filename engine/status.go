@@ -21,7 +21,10 @@ func status(rs *resourceState, p *unstructured.Unstructured, obs Observation) (m
 			delete(out, f)
 		}
 	}
-	if k, ok := rs.renderer.(kroState); ok && err == nil && k.WritesState() {
+	if _, _, ok := kroOf(rs); ok {
+		out, err = composeKro(p, obs, st)
+	}
+	if k, ok := rs.renderer.(kroState); ok && err == nil && k.WritesState() && out["state"] == nil {
 		out["state"] = kroStateOf(out)
 	}
 	return out, err
@@ -69,7 +72,8 @@ type undeclaredStatus interface {
 // observe is what the status of j's parent is computed from.
 func (e *Engine) observe(j *job) Observation {
 	obs := Observation{Observation: desired.Observation{Now: e.now(), Failure: j.failure, Applied: j.applied, Waiting: j.rare().waiting,
-		External: j.rare().external}, Pending: j.pending, Withheld: j.withheld, Held: j.rare().held}
+		External: j.rare().external}, Pending: j.pending, Withheld: j.withheld, Held: j.rare().held,
+		Unmanaged: j.rare().unmanaged, Unresolved: j.rare().unresolved}
 	switch {
 	case obs.Failure != nil:
 	case len(j.rare().refused) > 0:

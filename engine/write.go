@@ -88,6 +88,12 @@ func (e *Engine) runJob(ctx context.Context, r *run, j *job) {
 	if err := e.materialize(r.rs, j); err != nil && j.failure == nil {
 		j.failure = &desired.Failure{Reason: "RenderFailed", Message: err.Error()}
 	}
+	if x := j.rare(); len(x.metadata) > 0 {
+		e.writeMetadata(ctx, r, j)
+		if x.releasing {
+			return
+		}
+	}
 	// taken are the children found someone else's as they were created,
 	// and those not written because they refer to one.
 	taken := map[childKey]blockage{}

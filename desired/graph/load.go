@@ -88,6 +88,9 @@ type Renderer struct {
 	undeclared []string
 	// state: the engine writes status.state (WritesState).
 	state bool
+	// kro: the graph is a ResourceGraphDefinition's from the cluster,
+	// rendered as kro renders it (ServeAsKro).
+	kro *kroIdentity
 }
 
 // UndeclaredStatus lists the status fields the engine adds

@@ -68,6 +68,9 @@ func (r *Renderer) RenderWith(parent *unstructured.Unstructured, children []desi
 		g.Children = append(g.Children, obj)
 		g.Refs = append(g.Refs, refs)
 	}
+	if r.kro != nil {
+		r.stampKro(ev, g, index)
+	}
 	return g, nil
 }
 
