@@ -277,6 +277,10 @@ type ResourceGraphDefinitions struct {
 	ChildNamespaces       []string `mapstructure:"childNamespaces"`
 	ClusterScopedChildren bool     `mapstructure:"clusterScopedChildren"`
 	ExternalNamespaces    []string `mapstructure:"externalNamespaces"`
+	// AdoptFromKro: a child that kro made for an instance (labelled
+	// kro.run/owned and kro.run/instance-id with the instance's UID) is
+	// taken over by that instance, the way over from kro's controller.
+	AdoptFromKro bool `mapstructure:"adoptFromKro"`
 }
 
 // Resource is the watched resource of the parent kind group/version/
@@ -286,9 +290,13 @@ func (g ResourceGraphDefinitions) Resource(name, group, version, resource string
 	r := DefaultResource()
 	r.Group, r.Version, r.Resource, r.Interval = group, version, resource, g.Interval
 	r.ChildNamespaces, r.ClusterScopedChildren, r.ExternalNamespaces = g.ChildNamespaces, g.ClusterScopedChildren, g.ExternalNamespaces
-	r.rgd, r.index = name, -1
+	r.rgd, r.index, r.adoptFromKro = name, -1, g.AdoptFromKro
 	return r
 }
+
+// AdoptsFromKro says whether the children kro made for an instance are
+// taken over by it (ResourceGraphDefinitions.AdoptFromKro).
+func (r Resource) AdoptsFromKro() bool { return r.adoptFromKro }
 
 // Resource is one watched parent resource and how to resync it.
 type Resource struct {
@@ -355,6 +363,9 @@ type Resource struct {
 	// rgd names the ResourceGraphDefinition the resource is made from;
 	// empty for one of the file.
 	rgd string
+	// adoptFromKro is ResourceGraphDefinitions.AdoptFromKro, for a
+	// resource made from an RGD.
+	adoptFromKro bool
 }
 
 // AllowsNamespace says whether a child of a parent in namespace parent may

@@ -78,7 +78,7 @@ func TestLoadRGDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ResourceGraphDefinitions{Enabled: true, Interval: 15 * time.Second, ChildNamespaces: []string{"shared-*"}, ExternalNamespaces: []string{"platform"}}
+	want := ResourceGraphDefinitions{Enabled: true, Interval: 15 * time.Second, ChildNamespaces: []string{"shared-*"}, ExternalNamespaces: []string{"platform"}, AdoptFromKro: true}
 	if diff := cmp.Diff(want, got.ResourceGraphDefinitions); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -88,6 +88,9 @@ func TestLoadRGDs(t *testing.T) {
 	wantR.ChildNamespaces, wantR.ExternalNamespaces = []string{"shared-*"}, []string{"platform"}
 	if diff := cmp.Diff(wantR, r, cmpopts.IgnoreUnexported(Resource{})); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if !r.AdoptsFromKro() {
+		t.Error("AdoptsFromKro false, want true: resourceGraphDefinitions.adoptFromKro is every RGD's")
 	}
 	if r.Key() != "ResourceGraphDefinition web-app" || r.RendererKey() != "rgd:web-app" || r.RGD() != "web-app" {
 		t.Errorf("Key %q, RendererKey %q, RGD %q", r.Key(), r.RendererKey(), r.RGD())

@@ -284,7 +284,11 @@ func (s *rgds) compile(ctx context.Context, u *unstructured.Unstructured) (confi
 	if other := s.kindTaken(name, gvr); other != "" {
 		return r, nil, st.kindFailed(fmt.Errorf("%s is served by %s already; an RGD cannot take it", r.Name(), other))
 	}
-	if err := applyCRD(ctx, s.dyn, s.cfg.FieldManager, p, s.log); err != nil {
+	if s.cfg.ResourceGraphDefinitions.AdoptFromKro && s.kroMadeCRD(ctx, p.CRD.Name, name) {
+		// Taken over from kro: its CRD serves the instances as they are
+		// stored, and is kept as kro made it.
+		s.log.Info("CRD kept as kro made it", zap.String("crd", p.CRD.Name), zap.String("rgd", name))
+	} else if err := applyCRD(ctx, s.dyn, s.cfg.FieldManager, p, s.log); err != nil {
 		return r, nil, st.kindFailed(err)
 	}
 	st.kindReady(kind)
@@ -340,4 +344,16 @@ func (s *rgds) release(ctx context.Context, u *unstructured.Unstructured) error 
 		return nil
 	}
 	return err
+}
+
+// kroMadeCRD says whether the CRD named crd exists and kro made it for
+// the RGD named rgd (its labels kro.run/owned and
+// kro.run/resource-graph-definition-name say so).
+func (s *rgds) kroMadeCRD(ctx context.Context, crd, rgd string) bool {
+	u, err := s.dyn.Resource(crdGVR).Get(ctx, crd, metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	l := u.GetLabels()
+	return l["kro.run/owned"] == "true" && l["kro.run/resource-graph-definition-name"] == rgd
 }

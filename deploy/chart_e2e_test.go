@@ -944,11 +944,12 @@ spec:
 	if _, err := adminDyn.Resource(sites).Namespace("rgd-team").Create(ctx, site, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	fixture.Eventually(t, "the instance's ConfigMap and Deployment, and its status Ready", 60*time.Second, func() bool {
+	fixture.Eventually(t, "the instance's ConfigMap and Deployment, kro's finalizer on it and InstanceManaged True", 60*time.Second, func() bool {
 		_, err1 := admin.CoreV1().ConfigMaps("rgd-team").Get(ctx, "shop-settings", metav1.GetOptions{})
 		_, err2 := admin.AppsV1().Deployments("rgd-team").Get(ctx, "shop", metav1.GetOptions{})
 		u, err3 := adminDyn.Resource(sites).Namespace("rgd-team").Get(ctx, "shop", metav1.GetOptions{})
-		return err1 == nil && err2 == nil && err3 == nil && fixture.Condition(u, "Ready") != nil
+		return err1 == nil && err2 == nil && err3 == nil && slices.Contains(u.GetFinalizers(), "kro.run/finalizer") &&
+			fixture.Condition(u, "InstanceManaged")["status"] == "True"
 	})
 	// Nothing beyond what the chart lists: a kind it does not grant.
 	saCS := kubernetes.NewForConfigOrDie(sa)

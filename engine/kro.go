@@ -154,7 +154,8 @@ const (
 // with kro's four conditions in place of Ready, Reconciling and Stalled,
 // said from the same verdict, and kro's state. Ready is True when the
 // other three are; otherwise it has the status, reason and message of the
-// first that is not, as kro's does.
+// first that is not, as kro's does. There is no status.observedGeneration:
+// each condition has it.
 func composeKro(parent *unstructured.Unstructured, obs Observation, st desired.Status) (map[string]any, error) {
 	out, err := Compose(parent, obs, st)
 	if err != nil {
@@ -213,6 +214,9 @@ func composeKro(parent *unstructured.Unstructured, obs Observation, st desired.S
 	}
 	out["conditions"] = list
 	out["state"] = state
+	// As kro's: each condition has the generation, the status none of
+	// its own, which a CRD kro made does not declare.
+	delete(out, "observedGeneration")
 	return out, nil
 }
 
@@ -225,4 +229,56 @@ func stalledOf(status map[string]any) map[string]any {
 	}
 	ready := conditionOf(status, ConditionReady)
 	return map[string]any{"status": "True", "reason": ready["reason"], "message": ready["message"]}
+}
+
+// kro's labels on the children it makes, and its field managers.
+const (
+	kroOwnedLabel         = "kro.run/owned"
+	kroInstanceIDLabel    = "kro.run/instance-id"
+	kroInstanceKindLabel  = "kro.run/instance-kind"
+	kroInstanceGroupLabel = "kro.run/instance-group"
+)
+
+// kroManagers are the field managers kro's controller writes children
+// with: its applies, and its labels.
+var kroManagers = []string{"kro.run/applyset", "kro.run/labeller"}
+
+// madeByKroFor says whether c is an object kro made for the instance p:
+// labelled kro.run/owned with p's UID and kind, controlled by nobody and
+// not resyncd's. An object labelled for another instance, or another kind
+// of parent, is not.
+func (c *liveChild) madeByKroFor(p *unstructured.Unstructured) bool {
+	if c.rare == nil || c.controller != "" || c.labelled || c.rare.kroInstance == "" {
+		return false
+	}
+	gvk := p.GroupVersionKind()
+	return c.rare.kroInstance == string(p.GetUID()) && c.rare.kroKind == gvk.Kind+"."+gvk.Group
+}
+
+// dropKroManagers removes kro's field managers from u, a child of o's
+// just taken over from kro and applied: resyncd owns what it sets, and
+// what kro alone set (its ApplySet label, kro.run/kro-version) stays as a
+// value nobody owns. The patch carries u's resourceVersion, so a write
+// since is not undone; it fails then, and the next pass sees kro's
+// managers again only as co-owners of values resyncd sets.
+func (e *Engine) dropKroManagers(ctx context.Context, o *op, u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	var keep []metav1.ManagedFieldsEntry
+	for _, mf := range u.GetManagedFields() {
+		if !slices.Contains(kroManagers, mf.Manager) {
+			keep = append(keep, mf)
+		}
+	}
+	if len(keep) == len(u.GetManagedFields()) {
+		return u, nil
+	}
+	ops := []jsonPatchOp{{Op: "test", Path: "/metadata/uid", Value: string(u.GetUID())},
+		{Op: "replace", Path: "/metadata/resourceVersion", Value: u.GetResourceVersion()},
+		{Op: "replace", Path: "/metadata/managedFields", Value: keep}}
+	err := e.paced(ctx, isTransient, func() error {
+		return e.writer.patch(ctx, o.gvr, o.key.Kind, o.key.Namespace, o.key.Name, ops)
+	})
+	if err != nil {
+		e.log.Warn("kro's field managers not removed", zap.String("object", o.key.String()), zap.Error(err))
+	}
+	return u, nil
 }

@@ -90,6 +90,10 @@ type liveRare struct {
 	// managers are its field managers, read only for an object that is not
 	// resyncd's, to say whose it is.
 	managers []string
+	// kroInstance and kroKind are, on an object kro made for an instance,
+	// its kro.run/instance-id label (the instance's UID) and its
+	// kro.run/instance-kind and -group labels, as Kind.group.
+	kroInstance, kroKind string
 	// whole fingerprints the object as driftCheck server compares it with
 	// a dry-run's result; set only in that mode.
 	whole fingerprint
@@ -434,6 +438,9 @@ func (c *liveChild) identify(u *unstructured.Unstructured) {
 	c.hold, c.pruneOff = a[desired.AnnotationReconcile] == desired.Disabled, a[desired.AnnotationPrune] == desired.Disabled
 	if adopt := a[desired.AnnotationAdopt]; adopt != "" {
 		c.more().adopt = adopt
+	}
+	if id := l[kroInstanceIDLabel]; id != "" && l[kroOwnedLabel] == "true" {
+		c.more().kroInstance, c.rare.kroKind = id, l[kroInstanceKindLabel]+"."+l[kroInstanceGroupLabel]
 	}
 }
 

@@ -350,14 +350,19 @@ func (e *Engine) create(ctx context.Context, r *run, j *job, o *op) (*unstructur
 		c := &liveChild{key: o.key, rare: &liveRare{managers: fieldManagers(u)}}
 		c.identify(u)
 		gk := j.parent.GroupVersionKind().GroupKind()
-		if c.claimBy(j.parent, gk) != claimMine {
+		claim := c.claimBy(j.parent, gk)
+		fromKro := claim != claimMine && r.rs.cfg.AdoptsFromKro() && c.madeByKroFor(j.parent)
+		if claim != claimMine && !fromKro {
 			e.bookTaken(r, j, c, gk)
 			return nil, errTaken
 		}
-		if !c.labelled {
+		switch {
+		case fromKro:
+			e.log.Info("Adopting from kro", zap.String("object", o.key.String()), zap.String("parent", objectID(j.parent)))
+		case !c.labelled:
 			e.log.Info("Adopting", zap.String("object", o.key.String()), zap.String("parent", objectID(j.parent)))
 		}
-		if c.unowned() {
+		if c.unowned() && !fromKro {
 			withoutOwnerReference(o.desired, j.parent)
 		}
 		fields, _, err := e.owner.owned(u)
@@ -371,7 +376,11 @@ func (e *Engine) create(ctx context.Context, r *run, j *job, o *op) (*unstructur
 		// handed over: an update of the object as it is now.
 		c.uid, c.resourceVersion = u.GetUID(), u.GetResourceVersion()
 		o.kind, o.live = OpUpdate, c
-		return e.applyOwned(ctx, o)
+		result, err := e.applyOwned(ctx, o)
+		if fromKro && err == nil {
+			return e.dropKroManagers(ctx, o, result)
+		}
+		return result, err
 	}
 }
 
