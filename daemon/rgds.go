@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/resyncd/resyncd/config"
+	"github.com/resyncd/resyncd/desired"
 	"github.com/resyncd/resyncd/desired/graph"
 	"github.com/resyncd/resyncd/engine"
 )
@@ -33,11 +34,6 @@ var (
 	rgdGVR = schema.GroupVersionResource{Group: "kro.run", Version: "v1alpha1", Resource: "resourcegraphdefinitions"}
 	crdGVR = extv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
 )
-
-// kroFinalizer is the finalizer kro puts on the ResourceGraphDefinitions
-// it serves; resyncd puts the same one on those it serves, so that a
-// deletion is seen and the RGD's passes stop before it is gone.
-const kroFinalizer = "kro.run/finalizer"
 
 // rgdCRD is kro's ResourceGraphDefinition CRD, at the version tools/kro
 // pins (deploy's tests check that the chart ships the same one).
@@ -319,26 +315,28 @@ func (s *rgds) kindTaken(name string, gvr schema.GroupVersionResource) string {
 	return ""
 }
 
-// hold puts kroFinalizer on u when it does not have it.
+// hold puts kro's finalizer on u when it does not have it: resyncd puts
+// on the RGDs it serves the one kro puts, so that a deletion is seen and
+// the RGD's passes stop before it is gone.
 func (s *rgds) hold(ctx context.Context, u *unstructured.Unstructured) error {
-	if slices.Contains(u.GetFinalizers(), kroFinalizer) {
+	if slices.Contains(u.GetFinalizers(), desired.KroFinalizer) {
 		return nil
 	}
-	body := fmt.Sprintf(`{"apiVersion":%q,"kind":%q,"metadata":{"name":%q,"finalizers":[%q]}}`, u.GetAPIVersion(), u.GetKind(), u.GetName(), kroFinalizer)
+	body := fmt.Sprintf(`{"apiVersion":%q,"kind":%q,"metadata":{"name":%q,"finalizers":[%q]}}`, u.GetAPIVersion(), u.GetKind(), u.GetName(), desired.KroFinalizer)
 	force := false
 	_, err := s.dyn.Resource(rgdGVR).Patch(ctx, u.GetName(), types.ApplyPatchType, []byte(body), metav1.PatchOptions{FieldManager: s.cfg.FieldManager, Force: &force})
 	return err
 }
 
-// release removes kroFinalizer from u, being deleted, once its passes
+// release removes desired.KroFinalizer from u, being deleted, once its passes
 // stopped: whoever put it there (kro before resyncd took over), it stands
 // for the RGD's instance passes, which are resyncd's now.
 func (s *rgds) release(ctx context.Context, u *unstructured.Unstructured) error {
-	i := slices.Index(u.GetFinalizers(), kroFinalizer)
+	i := slices.Index(u.GetFinalizers(), desired.KroFinalizer)
 	if i < 0 {
 		return nil
 	}
-	patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/finalizers/%d","value":%q},{"op":"remove","path":"/metadata/finalizers/%d"}]`, i, kroFinalizer, i)
+	patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/finalizers/%d","value":%q},{"op":"remove","path":"/metadata/finalizers/%d"}]`, i, desired.KroFinalizer, i)
 	_, err := s.dyn.Resource(rgdGVR).Patch(ctx, u.GetName(), types.JSONPatchType, []byte(patch), metav1.PatchOptions{FieldManager: s.cfg.FieldManager})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -355,5 +353,5 @@ func (s *rgds) kroMadeCRD(ctx context.Context, crd, rgd string) bool {
 		return false
 	}
 	l := u.GetLabels()
-	return l["kro.run/owned"] == "true" && l["kro.run/resource-graph-definition-name"] == rgd
+	return l[desired.KroOwned] == "true" && l[desired.KroRGDName] == rgd
 }

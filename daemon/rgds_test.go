@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
-	"github.com/resyncd/resyncd/desired/graph"
+	"github.com/resyncd/resyncd/desired"
 	"github.com/resyncd/resyncd/internal/fixture"
 	"github.com/resyncd/resyncd/internal/testenv"
 )
@@ -138,8 +138,8 @@ resourceGraphDefinitions:
 	if order, _, _ := unstructured.NestedStringSlice(rgd.Object, "status", "topologicalOrder"); !slices.Equal(order, []string{"note"}) {
 		t.Errorf("topologicalOrder = %v, want [note]", order)
 	}
-	if !slices.Contains(rgd.GetFinalizers(), kroFinalizer) {
-		t.Errorf("finalizers = %v, want %s", rgd.GetFinalizers(), kroFinalizer)
+	if !slices.Contains(rgd.GetFinalizers(), desired.KroFinalizer) {
+		t.Errorf("finalizers = %v, want %s", rgd.GetFinalizers(), desired.KroFinalizer)
 	}
 	for _, typ := range []string{rgdGraphAccepted, rgdKindReady, rgdControllerReady} {
 		if c := fixture.Condition(rgd, typ); c["status"] != "True" {
@@ -184,7 +184,7 @@ resourceGraphDefinitions:
 	fixture.Eventually(t, "instance two served, with kro's finalizer", 30*time.Second, func() bool {
 		u, err := greetings.Get(t.Context(), "two", metav1.GetOptions{})
 		_, cmErr := cs.CoreV1().ConfigMaps(ns).Get(t.Context(), "two-note", metav1.GetOptions{})
-		return err == nil && slices.Contains(u.GetFinalizers(), graph.KroFinalizer) && cmErr == nil
+		return err == nil && slices.Contains(u.GetFinalizers(), desired.KroFinalizer) && cmErr == nil
 	})
 	twoLive, _ := greetings.Get(t.Context(), "two", metav1.GetOptions{})
 	if err := greetings.Delete(t.Context(), "two", metav1.DeleteOptions{}); err != nil {
@@ -285,8 +285,8 @@ resourceGraphDefinitions:
 		if ready := fixture.Condition(u, "Ready"); ready["status"] != "False" {
 			t.Errorf("%s: Ready = %v, want False", name, ready)
 		}
-		if slices.Contains(u.GetFinalizers(), kroFinalizer) {
-			t.Errorf("%s: an RGD not served has the finalizer %s", name, kroFinalizer)
+		if slices.Contains(u.GetFinalizers(), desired.KroFinalizer) {
+			t.Errorf("%s: an RGD not served has the finalizer %s", name, desired.KroFinalizer)
 		}
 	}
 	fixture.Eventually(t, "RGD reach Active", 30*time.Second, func() bool {
@@ -365,8 +365,8 @@ func assertKroInstance(t *testing.T, instances dynamic.ResourceInterface, rgd *u
 		state, _, _ := unstructured.NestedString(u.Object, "status", "state")
 		return err == nil && state == "ACTIVE"
 	})
-	if !slices.Contains(u.GetFinalizers(), graph.KroFinalizer) {
-		t.Errorf("instance %s: finalizers %v, want %s", name, u.GetFinalizers(), graph.KroFinalizer)
+	if !slices.Contains(u.GetFinalizers(), desired.KroFinalizer) {
+		t.Errorf("instance %s: finalizers %v, want %s", name, u.GetFinalizers(), desired.KroFinalizer)
 	}
 	for k, v := range map[string]string{"kro.run/owned": "true", "kro.run/resource-graph-definition-name": rgd.GetName(),
 		"kro.run/resource-graph-definition-id": string(rgd.GetUID())} {

@@ -231,14 +231,6 @@ func stalledOf(status map[string]any) map[string]any {
 	return map[string]any{"status": "True", "reason": ready["reason"], "message": ready["message"]}
 }
 
-// kro's labels on the children it makes, and its field managers.
-const (
-	kroOwnedLabel         = "kro.run/owned"
-	kroInstanceIDLabel    = "kro.run/instance-id"
-	kroInstanceKindLabel  = "kro.run/instance-kind"
-	kroInstanceGroupLabel = "kro.run/instance-group"
-)
-
 // kroManagers are the field managers kro's controller writes children
 // with: its applies, and its labels.
 var kroManagers = []string{"kro.run/applyset", "kro.run/labeller"}

@@ -439,8 +439,8 @@ func (c *liveChild) identify(u *unstructured.Unstructured) {
 	if adopt := a[desired.AnnotationAdopt]; adopt != "" {
 		c.more().adopt = adopt
 	}
-	if id := l[kroInstanceIDLabel]; id != "" && l[kroOwnedLabel] == "true" {
-		c.more().kroInstance, c.rare.kroKind = id, l[kroInstanceKindLabel]+"."+l[kroInstanceGroupLabel]
+	if id := l[desired.KroInstanceID]; id != "" && l[desired.KroOwned] == "true" {
+		c.more().kroInstance, c.rare.kroKind = id, l[desired.KroInstanceKind]+"."+l[desired.KroInstanceGroup]
 	}
 }
 

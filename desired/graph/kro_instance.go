@@ -9,25 +9,6 @@ import (
 	"github.com/resyncd/resyncd/desired"
 )
 
-// The labels and the finalizer kro puts on the instances of a
-// ResourceGraphDefinition and on their children, which tools written for
-// kro select by (kubectl get -l kro.run/instance-name=NAME).
-const (
-	KroFinalizer      = "kro.run/finalizer"
-	kroOwned          = "kro.run/owned"
-	kroRGDName        = "kro.run/resource-graph-definition-name"
-	kroRGDID          = "kro.run/resource-graph-definition-id"
-	kroInstanceID     = "kro.run/instance-id"
-	kroInstanceName   = "kro.run/instance-name"
-	kroInstanceNS     = "kro.run/instance-namespace"
-	kroInstanceGroup  = "kro.run/instance-group"
-	kroInstanceVer    = "kro.run/instance-version"
-	kroInstanceKind   = "kro.run/instance-kind"
-	kroNodeID         = "kro.run/node-id"
-	kroCollectionIdx  = "kro.run/collection-index"
-	kroCollectionSize = "kro.run/collection-size"
-)
-
 // kroIdentity is the ResourceGraphDefinition a graph was compiled from,
 // when it was read from the cluster (ServeAsKro).
 type kroIdentity struct {
@@ -51,7 +32,7 @@ func (r *Renderer) KroInstance() (labels map[string]string, finalizer string, ok
 	if r.kro == nil {
 		return nil, "", false
 	}
-	return map[string]string{kroOwned: "true", kroRGDName: r.kro.rgd, kroRGDID: string(r.kro.uid)}, KroFinalizer, true
+	return map[string]string{desired.KroOwned: "true", desired.KroRGDName: r.kro.rgd, desired.KroRGDID: string(r.kro.uid)}, desired.KroFinalizer, true
 }
 
 // stampKro puts kro's labels on the children of g rendered for parent:
@@ -60,11 +41,11 @@ func (r *Renderer) stampKro(ev *evaluation, g desired.Graph, index map[string]in
 	parent := ev.parent
 	gvk := parent.GroupVersionKind()
 	common := map[string]string{
-		kroOwned: "true", kroInstanceID: string(parent.GetUID()), kroInstanceName: parent.GetName(),
-		kroInstanceGroup: gvk.Group, kroInstanceVer: gvk.Version, kroInstanceKind: gvk.Kind,
+		desired.KroOwned: "true", desired.KroInstanceID: string(parent.GetUID()), desired.KroInstanceName: parent.GetName(),
+		desired.KroInstanceGroup: gvk.Group, desired.KroInstanceVersion: gvk.Version, desired.KroInstanceKind: gvk.Kind,
 	}
 	if ns := parent.GetNamespace(); ns != "" {
-		common[kroInstanceNS] = ns
+		common[desired.KroInstanceNamespace] = ns
 	}
 	label := func(c *unstructured.Unstructured, id string, extra ...string) {
 		l := c.GetLabels()
@@ -74,7 +55,7 @@ func (r *Renderer) stampKro(ev *evaluation, g desired.Graph, index map[string]in
 		for k, v := range common {
 			l[k] = v
 		}
-		l[kroNodeID] = id
+		l[desired.KroNodeID] = id
 		for i := 0; i+1 < len(extra); i += 2 {
 			l[extra[i]] = extra[i+1]
 		}
@@ -84,7 +65,7 @@ func (r *Renderer) stampKro(ev *evaluation, g desired.Graph, index map[string]in
 		if s, ok := ev.spans[res.id]; ok {
 			size := strconv.Itoa(s.end - s.start)
 			for i := s.start; i < s.end; i++ {
-				label(g.Children[i], res.id, kroCollectionIdx, strconv.Itoa(i-s.start), kroCollectionSize, size)
+				label(g.Children[i], res.id, desired.KroCollectionIndex, strconv.Itoa(i-s.start), desired.KroCollectionSize, size)
 			}
 		} else if i, ok := index[res.id]; ok {
 			label(g.Children[i], res.id)
