@@ -87,7 +87,8 @@ type rgds struct {
 	serving map[string]*served
 }
 
-// served is one ResourceGraphDefinition whose instances have passes.
+// served is one ResourceGraphDefinition: its instances' passes, or, when
+// it cannot be served (stop nil), why not.
 type served struct {
 	uid        types.UID
 	generation int64
@@ -95,8 +96,10 @@ type served struct {
 	// status is what resyncd says of the RGD, its conditions without
 	// lastTransitionTime.
 	status map[string]any
-	stop   chan struct{}
-	ended  chan struct{}
+	// refused is why it is not served; "" when it is.
+	refused string
+	stop    chan struct{}
+	ended   chan struct{}
 }
 
 // run serves the RGDs until ctx ends; then the passes of each end as the
@@ -141,9 +144,11 @@ func (s *rgds) sync(ctx context.Context) error {
 			}
 			continue
 		}
+		// One not served is compiled again each interval: a kind it reads
+		// may be served since (another RGD's, say).
 		sv := s.serving[name]
-		if sv == nil || sv.uid != u.GetUID() || sv.generation != u.GetGeneration() {
-			sv = s.serve(ctx, u)
+		if sv == nil || sv.uid != u.GetUID() || sv.generation != u.GetGeneration() || sv.stop == nil {
+			sv = s.serve(ctx, u, sv)
 		}
 		if err := s.writeStatus(ctx, u, sv.status); err != nil {
 			s.log.Warn("ResourceGraphDefinition status not written", zap.String("rgd", name), zap.Error(err))
@@ -184,16 +189,20 @@ func (s *rgds) list(ctx context.Context) ([]unstructured.Unstructured, error) {
 // serve makes the RGD u, new or changed, served: its CRD applied, its
 // graph compiled against the cluster, and the passes of its instances
 // started in place of those of its earlier generation. An RGD that cannot
-// be served has none: its status says why, and nothing else is written.
-func (s *rgds) serve(ctx context.Context, u *unstructured.Unstructured) *served {
+// be served has none: its status says why, and nothing else is written;
+// the reason is logged when it is not that of before, the RGD as it was
+// last served or refused.
+func (s *rgds) serve(ctx context.Context, u *unstructured.Unstructured, before *served) *served {
 	name := u.GetName()
 	s.stop(name, "changed")
 	sv := &served{uid: u.GetUID(), generation: u.GetGeneration()}
 	s.serving[name] = sv
 	r, g, st := s.compile(ctx, u)
-	sv.status = st.object(u.GetGeneration())
+	sv.status, sv.refused = st.object(u.GetGeneration()), st.message()
 	if g == nil {
-		s.log.Warn("ResourceGraphDefinition not served", zap.String("rgd", name), zap.String("reason", st.message()))
+		if before == nil || before.refused != sv.refused || before.generation != sv.generation || before.uid != sv.uid {
+			s.log.Warn("ResourceGraphDefinition not served", zap.String("rgd", name), zap.String("reason", sv.refused))
+		}
 		return sv
 	}
 	if err := s.hold(ctx, u); err != nil {
@@ -258,10 +267,10 @@ func (s *rgds) compile(ctx context.Context, u *unstructured.Unstructured) (confi
 	r := s.cfg.ResourceGraphDefinitions.Resource(name, gvr.Group, gvr.Version, gvr.Resource)
 	kind := p.CRD.Spec.Names.Kind
 	// Checked with the cluster's kinds before anything is written: the
-	// expressions against the parent kind's schema, the children's
-	// placement against the guards.
+	// expressions against the parent kind's schema and the children's
+	// published ones, the children's placement against the guards.
 	env := newGraphEnv(s.disc)
-	opts, err := p.Options(gvr.Version, GraphOptions(s.cfg.CEL))
+	opts, err := p.OptionsBeside(gvr.Version, GraphOptions(s.cfg.CEL), env.schemas)
 	if err != nil {
 		return r, nil, st.invalid(err)
 	}

@@ -262,11 +262,29 @@ resourceGraphDefinitions:
           name: ${schema.metadata.name}-reach
           namespace: kube-system
 `))
+	// A template that puts a bool where the child's schema wants a
+	// string: refused before its CRD is applied.
+	applyRGD(t, dyn, rgdYAML("mistyped", "Mistyped", "x", `    - id: typed
+      template:
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata:
+          name: ${schema.metadata.name}
+        spec:
+          selector: {matchLabels: {app: x}}
+          template:
+            metadata: {labels: {app: x}}
+            spec:
+              nodeSelector:
+                gpu: ${schema.spec.greeting == "hello"}
+              containers: [{name: app, image: nginx}]
+`))
 	// A second RGD of a kind another serves.
 	applyRGD(t, dyn, rgdYAML("greeting-too", "Greeting", "1", ""))
 	for name, want := range map[string][]string{
 		"broken":       {rgdGraphAccepted, "InvalidResourceGraph", "ResourceGraphDefinition broken: resources[extra]", "nosuch"},
 		"wide":         {rgdGraphAccepted, "InvalidResourceGraph", "ClusterRole is cluster-scoped", "set clusterScopedChildren: true in the configuration's resourceGraphDefinitions"},
+		"mistyped":     {rgdGraphAccepted, "InvalidResourceGraph", "nodeSelector.gpu", "is of type bool"},
 		"greeting-too": {rgdKindReady, "Failed", "greetings.v1alpha1.kro.run is served by ResourceGraphDefinition greeting already"},
 	} {
 		fixture.Eventually(t, "RGD "+name+" Inactive with "+want[0]+" False", 30*time.Second, func() bool {
@@ -282,8 +300,8 @@ resourceGraphDefinitions:
 				t.Errorf("%s: %s message %q does not say %q", name, want[0], msg, part)
 			}
 		}
-		if ready := fixture.Condition(u, "Ready"); ready["status"] != "False" {
-			t.Errorf("%s: Ready = %v, want False", name, ready)
+		if ready := fixture.Condition(u, "Ready"); ready["status"] != "False" || ready["reason"] != want[1] {
+			t.Errorf("%s: Ready = %v, want False with the reason %s, as kro says", name, ready, want[1])
 		}
 		if slices.Contains(u.GetFinalizers(), desired.KroFinalizer) {
 			t.Errorf("%s: an RGD not served has the finalizer %s", name, desired.KroFinalizer)
@@ -301,14 +319,14 @@ resourceGraphDefinitions:
 	fixture.Eventually(t, "the instance of reach in "+ns+" FAILED, its ResourcesReady False", 30*time.Second, func() bool {
 		u, err := reaches.Get(t.Context(), "out", metav1.GetOptions{})
 		state, _, _ := unstructured.NestedString(u.Object, "status", "state")
-		return err == nil && state == "FAILED" && fixture.Condition(u, "ResourcesReady")["status"] == "False" &&
+		return err == nil && state == "ERROR" && fixture.Condition(u, "ResourcesReady")["status"] == "False" &&
 			fixture.Condition(u, "Ready")["status"] == "False"
 	})
 	if _, err := cs.CoreV1().ConfigMaps("kube-system").Get(t.Context(), "out-reach", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the child in kube-system of an instance in %s: %v, want NotFound", ns, err)
 	}
 
-	for _, crd := range []string{"brokens.kro.run", "wides.kro.run"} {
+	for _, crd := range []string{"brokens.kro.run", "wides.kro.run", "mistypeds.kro.run"} {
 		if _, err := crds.Get(t.Context(), crd, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("CRD %s of an RGD refused: %v, want NotFound", crd, err)
 		}
@@ -322,7 +340,7 @@ resourceGraphDefinitions:
 	})
 
 	// Deleted: the RGD goes, its passes stop, nothing else is deleted.
-	for _, name := range []string{"greeting-too", "broken", "wide", "reach", "webstack", "greeting"} {
+	for _, name := range []string{"greeting-too", "broken", "wide", "mistyped", "reach", "webstack", "greeting"} {
 		if err := dyn.Resource(rgdGVR).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -107,7 +107,8 @@ func cleanMessage(err error) string {
 
 // object is the RGD's status field at generation, as kro writes it, with
 // no lastTransitionTime: state, the conditions (the unset ones Unknown),
-// and the resources in order with what each depends on.
+// and the resources that depend on others, in order, with what each
+// depends on.
 func (st *rgdStatus) object(generation int64) map[string]any {
 	state := "Inactive"
 	if st.served() {
@@ -119,7 +120,7 @@ func (st *rgdStatus) object(generation int64) map[string]any {
 		status, reason, msg := "False", c.reason, c.message
 		switch {
 		case !ok:
-			status, reason, msg = "Unknown", "Pending", "not reached: "+st.message()
+			status, reason, msg = "Unknown", "AwaitingReconciliation", "not reached: "+st.message()
 		case c.status:
 			status = "True"
 		}
@@ -128,25 +129,35 @@ func (st *rgdStatus) object(generation int64) map[string]any {
 	if st.served() {
 		conds = append(conds, condition(rgdReady, "True", "Ready", "", generation))
 	} else {
-		conds = append(conds, condition(rgdReady, "False", "NotReady", st.message(), generation))
+		// As kro's: the reason of the first condition that does not hold.
+		reason := "NotReady"
+		for _, t := range []string{rgdGraphAccepted, rgdKindReady, rgdControllerReady} {
+			if c, ok := st.conds[t]; ok && !c.status {
+				reason = c.reason
+				break
+			}
+		}
+		conds = append(conds, condition(rgdReady, "False", reason, st.message(), generation))
 	}
 	out := map[string]any{"state": state, "conditions": conds}
 	if len(st.topological) > 0 {
+		// As kro: resources lists only those that depend on others.
 		order := make([]any, len(st.topological))
-		resources := make([]any, len(st.topological))
+		var resources []any
 		for i, id := range st.topological {
 			order[i] = id
-			res := map[string]any{"id": id}
 			if deps := st.dependencies[i]; len(deps) > 0 {
 				list := make([]any, len(deps))
 				for j, d := range deps {
 					list[j] = map[string]any{"id": d}
 				}
-				res["dependencies"] = list
+				resources = append(resources, map[string]any{"id": id, "dependencies": list})
 			}
-			resources[i] = res
 		}
-		out["topologicalOrder"], out["resources"] = order, resources
+		out["topologicalOrder"] = order
+		if len(resources) > 0 {
+			out["resources"] = resources
+		}
 	}
 	return out
 }

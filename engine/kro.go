@@ -162,6 +162,9 @@ func composeKro(parent *unstructured.Unstructured, obs Observation, st desired.S
 		return nil, err
 	}
 	state := kroStateOf(out)
+	if state == stateFailed {
+		state = stateError
+	}
 	if obs.Failure == nil {
 		obs.Failure = st.Failure
 	}
@@ -222,9 +225,9 @@ func composeKro(parent *unstructured.Unstructured, obs Observation, st desired.S
 
 // stalledOf is the Stalled condition of a status: kstatus's, or for an
 // instance of kro's, which has none, True with the reason and message of
-// its Ready condition while its state is FAILED.
+// its Ready condition while its state is ERROR.
 func stalledOf(status map[string]any) map[string]any {
-	if c := conditionOf(status, ConditionStalled); len(c) > 0 || status["state"] != stateFailed {
+	if c := conditionOf(status, ConditionStalled); len(c) > 0 || status["state"] != stateError {
 		return c
 	}
 	ready := conditionOf(status, ConditionReady)

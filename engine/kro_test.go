@@ -37,11 +37,11 @@ func TestComposeKro(t *testing.T) {
 		{"waiting", Observation{}, waiting, stateInProgress, map[string]string{
 			kroInstanceManaged: "True/Managed", kroGraphResolved: "True/Resolved", kroResourcesReady: "False/NotReady", ConditionReady: "False/NotReady"},
 			"awaiting resource readiness: Deployment web: 0 of 1 ready"},
-		{"a name taken", Observation{Observation: desired.Observation{Failure: failed}}, ready, stateFailed, map[string]string{
+		{"a name taken", Observation{Observation: desired.Observation{Failure: failed}}, ready, stateError, map[string]string{
 			kroInstanceManaged: "True/Managed", kroGraphResolved: "True/Resolved", kroResourcesReady: "False/NameTaken", ConditionReady: "False/NameTaken"},
 			"resource error: ConfigMap shop/web is someone else's"},
 		{"unrenderable", Observation{Observation: desired.Observation{Failure: &desired.Failure{Reason: "InvalidSpec", Message: "spec.port: no such field"}}, Unresolved: true},
-			ready, stateFailed, map[string]string{
+			ready, stateError, map[string]string{
 				kroInstanceManaged: "True/Managed", kroGraphResolved: "False/ResolutionFailed", kroResourcesReady: "Unknown/NotResolved", ConditionReady: "False/ResolutionFailed"},
 			"InvalidSpec: spec.port: no such field"},
 		{"finalizer not written", Observation{Unmanaged: "forbidden"}, ready, stateActive, map[string]string{

@@ -41,6 +41,9 @@ const (
 	stateActive     = "ACTIVE"
 	stateInProgress = "IN_PROGRESS"
 	stateFailed     = "FAILED"
+	// stateError is what kro (v0.9.4) says of an instance with any error;
+	// it never writes FAILED.
+	stateError = "ERROR"
 )
 
 // kroStateOf is kro's state of a parent whose status is st: ACTIVE when

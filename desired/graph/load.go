@@ -497,6 +497,20 @@ func order(f *file, ps *problems) ([]*resource, error) {
 			return nil, ps.err()
 		}
 	}
+	// Acyclic: the order kro gives (its status.topologicalOrder, and its
+	// apply order), of the resources whose references are all placed the
+	// one declared first.
+	out = out[:0]
+	placed := map[string]bool{}
+	for len(out) < len(f.resources) {
+		for _, r := range f.resources {
+			if !placed[r.id] && !slices.ContainsFunc(r.deps, func(d string) bool { return !placed[d] }) {
+				placed[r.id] = true
+				out = append(out, r)
+				break
+			}
+		}
+	}
 	return out, nil
 }
 

@@ -177,17 +177,34 @@ func (p *ParentCRD) Options(version string, opts Options) (Options, error) {
 	return opts, nil
 }
 
-// parentOnly resolves the schema of the parent kind; every other kind it
-// leaves untyped (a nil schema, no error).
+// OptionsBeside is Options typing every kind but the parent by others
+// (the schemas a cluster publishes): a graph checked against the
+// children's schemas before its parent's CRD exists.
+func (p *ParentCRD) OptionsBeside(version string, opts Options, others SchemaResolver) (Options, error) {
+	opts.Schemas = nil
+	out, err := p.Options(version, opts)
+	if err != nil {
+		return out, err
+	}
+	out.Schemas.(*parentOnly).others = others
+	return out, nil
+}
+
+// parentOnly resolves the schema of the parent kind; every other kind
+// by others if set, else untyped (a nil schema, no error).
 type parentOnly struct {
 	gvk    schema.GroupVersionKind
 	schema *spec.Schema
+	others SchemaResolver
 }
 
 // ResolveSchema implements SchemaResolver.
 func (p *parentOnly) ResolveSchema(gvk schema.GroupVersionKind) (*spec.Schema, error) {
 	if gvk == p.gvk {
 		return p.schema, nil
+	}
+	if p.others != nil {
+		return p.others.ResolveSchema(gvk)
 	}
 	return nil, nil
 }

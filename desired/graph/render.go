@@ -3,6 +3,7 @@ package graph
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/cel-go/common/types/ref"
@@ -169,6 +170,10 @@ func (ev *evaluation) included(res *resource) (bool, error) {
 			ev.wait(res, d, ev.absent(d))
 			return false, nil
 		}
+		if ready, why := ev.gateReady(d); !ready {
+			ev.wait(res, d, why)
+			return false, nil
+		}
 	}
 	for _, e := range res.includeWhen {
 		v, err := ev.eval(e)
@@ -185,6 +190,36 @@ func (ev *evaluation) included(res *resource) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// gateReady says whether the resource d, live, is ready for those that
+// refer to it, and why not. Served as kro serves an RGD, it is when its
+// readyWhen holds (for a collection, on every item, as each; without
+// readyWhen, existing is enough), as kro creates a resource only once
+// those it reads are ready. Otherwise waiting is for the fields read to
+// exist, and readyWhen decides the parent's readiness only.
+func (ev *evaluation) gateReady(d string) (bool, string) {
+	if ev.r.kro == nil {
+		return true, ""
+	}
+	i := slices.IndexFunc(ev.r.resources, func(res *resource) bool { return res.id == d })
+	if i < 0 || len(ev.r.resources[i].readyWhen) == 0 {
+		return true, ""
+	}
+	dep := ev.r.resources[i]
+	if !dep.collection() {
+		ok, why := ev.readyWhen(dep)
+		return ok, "it is not ready: " + why
+	}
+	defer delete(ev.vars, EachVar)
+	for _, n := range ev.items[d] {
+		c, _ := ev.liveItem(dep, n)
+		ev.vars[EachVar] = c.Object
+		if ok, why := ev.readyWhen(dep); !ok {
+			return false, fmt.Sprintf("%s %s is not ready: %s", dep.kind, n, why)
+		}
+	}
+	return true, ""
 }
 
 // build evaluates the template of res (only its name unless whole) with
