@@ -227,11 +227,35 @@ resourceGraphDefinitions:
 			t.Fatal(err)
 		}
 	}
-	fixture.Eventually(t, "the WebStack landing's ConfigMap, Deployment (3 replicas) and Service", 30*time.Second, func() bool {
+	fixture.Eventually(t, "the WebStack landing's ConfigMap and Deployment (3 replicas)", 30*time.Second, func() bool {
 		cm, err1 := cs.CoreV1().ConfigMaps("shop").Get(t.Context(), "landing-settings", metav1.GetOptions{})
 		d, err2 := cs.AppsV1().Deployments("shop").Get(t.Context(), "landing", metav1.GetOptions{})
-		_, err3 := cs.CoreV1().Services("shop").Get(t.Context(), "landing", metav1.GetOptions{})
-		return err1 == nil && err2 == nil && err3 == nil && cm.Data["MESSAGE"] == "welcome to the shop" && *d.Spec.Replicas == 3
+		return err1 == nil && err2 == nil && cm.Data["MESSAGE"] == "welcome to the shop" && *d.Spec.Replicas == 3
+	})
+	// The Service reads the Deployment, whose readyWhen wants every
+	// replica available: as under kro, it is not made before (no
+	// controller-manager runs here to roll the Deployment out).
+	webstacks := dyn.Resource(schema.GroupVersionResource{Group: "kro.run", Version: "v1alpha1", Resource: "webstacks"}).Namespace("shop")
+	fixture.Eventually(t, "the WebStack IN_PROGRESS, waiting for its Deployment", 30*time.Second, func() bool {
+		u, err := webstacks.Get(t.Context(), "landing", metav1.GetOptions{})
+		state, _, _ := unstructured.NestedString(u.Object, "status", "state")
+		return err == nil && state == "IN_PROGRESS" && fixture.Condition(u, "ResourcesReady")["status"] == "False"
+	})
+	if _, err := cs.CoreV1().Services("shop").Get(t.Context(), "landing", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Service landing, which reads a Deployment not ready: %v, want NotFound", err)
+	}
+	d, err := cs.AppsV1().Deployments("shop").Get(t.Context(), "landing", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Status.Replicas, d.Status.AvailableReplicas, d.Status.ReadyReplicas, d.Status.UpdatedReplicas = 3, 3, 3, 3
+	d.Status.ObservedGeneration = d.Generation
+	if _, err := cs.AppsV1().Deployments("shop").UpdateStatus(t.Context(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Eventually(t, "the WebStack's Service, once its Deployment is available", 30*time.Second, func() bool {
+		_, err := cs.CoreV1().Services("shop").Get(t.Context(), "landing", metav1.GetOptions{})
+		return err == nil
 	})
 
 	// Invalid: nothing written but the RGD's status.
