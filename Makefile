@@ -37,7 +37,7 @@ kro: ## Build (first time: about 8 minutes) or link kro's controller and its CRD
 	tools/build.sh kro chainsaw
 
 .PHONY: conformance
-conformance: bins build kro ## kro's own e2e scenarios (chainsaw, at the kro version tools/kro pins) against resyncd serving RGDs on a local control plane, then the way over from kro (kro's controller makes an instance's children, resyncd takes them over), then every RGD of testdata/kro and kro's examples/ reconciled by kro and by resyncd, compared (about 7 minutes once built): docs/conformance.md, docs/differential.md
+conformance: bins build kro ## kro's own e2e scenarios (chainsaw, at the kro version tools/kro pins) against resyncd serving RGDs on a local control plane, then the way over from kro (kro's controller makes an instance's children, resyncd takes them over), then every RGD of testdata/kro and kro's examples/ reconciled by kro and by resyncd, compared (about 6 minutes once built): docs/conformance.md, docs/differential.md
 	go build -o bin/devcluster ./cmd/devcluster
 	tools/conformance.sh || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
 	RESYNCD_DIFFERENTIAL_REPORT=$(CURDIR)/docs/differential.md go test -count=1 -timeout 30m -run 'TestMigrationFromKro$$|TestDifferentialKro$$' -v ./daemon 2>&1 | grep -E '^(---|ok|FAIL|PASS)|_test.go:|^ +'; test $${PIPESTATUS[0]} -eq 0

@@ -519,7 +519,9 @@ func (d *differential) phase(who string, round []*diffCase) snapshot {
 	for _, c := range round {
 		for _, r := range c.rgds {
 			if state, ready, _ := rgdState(t, d.dyn, r.GetName(), "Ready"); state != "Active" {
-				t.Logf("%s under %s: RGD %s is %s: %v", c.name, who, r.GetName(), state, ready["message"])
+				msg, _ := ready["message"].(string)
+				msg, _, _ = strings.Cut(msg, "\n")
+				t.Logf("%s under %s: RGD %s is %s: %.200s", c.name, who, r.GetName(), state, msg)
 			}
 		}
 	}
