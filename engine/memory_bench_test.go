@@ -56,8 +56,7 @@ func BenchmarkPassMemory(b *testing.B) {
 		if len(jobs) != drifted || rep.Updated != drifted {
 			b.Fatalf("the drift pass had %d jobs and updated %d children, want %d and %d", len(jobs), rep.Updated, drifted, drifted)
 		}
-		jobs = nil
-		kept := liveHeap()
+		kept := liveHeap() // jobs is dead here: what the jobs held and fold did not keep is collectable
 		for _, rs := range p.engine.resources {
 			rs.mem = nil
 		}
