@@ -853,7 +853,7 @@ func TestDifferentialKro(t *testing.T) {
 			names = append(names, c.name)
 		}
 		t.Logf("round %d: %s", i+1, strings.Join(names, " "))
-		stopKro := d.startKro(kro)
+		stopKro := startKro(t, kro, d.kubeconfig, filepath.Join(d.dir, "kro.log"), kroFlags...)
 		underKro := d.phase("kro", round)
 		d.teardown(round, stopKro)
 		stopResyncd := d.startResyncd()
@@ -1008,32 +1008,6 @@ func erred(c *diffCase, s snapshot) bool {
 // the alpha gate of omit(), which resyncd has always.
 var kroFlags = []string{"--feature-gates=CELOmitFunction=true"}
 
-// startKro starts kro's controller against the control plane.
-func (d *differential) startKro(kro string) func() {
-	t := d.t
-	cmd := exec.Command(kro, append([]string{"--kubeconfig", d.kubeconfig, "--metrics-bind-address", testenv.FreeAddr(t),
-		"--health-probe-bind-address", testenv.FreeAddr(t)}, kroFlags...)...)
-	logs, err := os.OpenFile(filepath.Join(d.dir, "kro.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			_ = logs.Close()
-		}
-	}
-	t.Cleanup(stop)
-	return stop
-}
-
 // startResyncd runs resyncd serving the cluster's RGDs, with guards as
 // wide as kro's: children anywhere, cluster-scoped ones too.
 func (d *differential) startResyncd() func() {
@@ -1051,19 +1025,5 @@ resourceGraphDefinitions:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, cfgPath, d.kubeconfig, 5*time.Second) }()
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("resyncd run: %v", err)
-			}
-		}
-	}
-	t.Cleanup(stop)
-	return stop
+	return startRun(t, cfgPath, d.kubeconfig)
 }

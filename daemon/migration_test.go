@@ -116,24 +116,7 @@ func TestMigrationFromKro(t *testing.T) {
 	}
 
 	// kro serves the RGD and makes the instance's children.
-	cmd := exec.Command(kro, "--kubeconfig", kubeconfig, "--metrics-bind-address", testenv.FreeAddr(t), "--health-probe-bind-address", testenv.FreeAddr(t))
-	logs, err := os.Create(filepath.Join(dir, "kro.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	kroRunning := true
-	stopKro := func() {
-		if kroRunning {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			kroRunning = false
-		}
-	}
-	t.Cleanup(stopKro)
+	stopKro := startKro(t, kro, kubeconfig, filepath.Join(dir, "kro.log"))
 	applyRGD(t, dyn, migrationRGD)
 	apps := dyn.Resource(schema.GroupVersionResource{Group: "kro.run", Version: "v1alpha1", Resource: "migratedapps"}).Namespace(ns)
 	fixture.Eventually(t, "kro serves the RGD migrated-app", 60*time.Second, func() bool {
@@ -200,19 +183,14 @@ resourceGraphDefinitions:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, cfgPath, kubeconfig, 5*time.Second) }()
+	// Cleanups run last first: resyncd stops, then the instances go.
 	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("resyncd run: %v", err)
-		}
 		for _, name := range []string{"shop", "other"} {
 			_ = apps.Delete(context.Background(), name, metav1.DeleteOptions{})
 		}
 		_ = dyn.Resource(rgdGVR).Delete(context.Background(), "migrated-app", metav1.DeleteOptions{})
 	})
+	startRun(t, cfgPath, kubeconfig)
 	fixture.Eventually(t, "resyncd took the children over: its labels and ownerReference on each, kro's managers gone", 60*time.Second, func() bool {
 		for _, c := range children {
 			u := get(c)
@@ -298,6 +276,56 @@ resourceGraphDefinitions:
 	if _, err := cs.AppsV1().Deployments(ns).Get(t.Context(), "other", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("Deployment other, which refers to the taken ConfigMap: %v, want NotFound", err)
 	}
+}
+
+// startKro starts kro's controller (the binary kro) against the API
+// server of kubeconfig, its logs appended to logPath, with flags after
+// its own; it is stopped by the returned func, or at the test's end.
+func startKro(t *testing.T, kro, kubeconfig, logPath string, flags ...string) (stop func()) {
+	t.Helper()
+	cmd := exec.Command(kro, append([]string{"--kubeconfig", kubeconfig, "--metrics-bind-address", testenv.FreeAddr(t),
+		"--health-probe-bind-address", testenv.FreeAddr(t)}, flags...)...)
+	logs, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			_ = logs.Close()
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// startRun runs resyncd (run) with the configuration at cfgPath through
+// kubeconfig until the returned func, or the test's end, stops it; an
+// error it ends with fails the test.
+func startRun(t *testing.T, cfgPath, kubeconfig string) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, cfgPath, kubeconfig, 5*time.Second) }()
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("resyncd run: %v", err)
+			}
+		}
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // managersOf lists the field managers of u.

@@ -85,12 +85,21 @@ func (st *rgdStatus) served() bool {
 	return true
 }
 
-// message is why the RGD is not served; "" when it is.
-func (st *rgdStatus) message() string {
+// failing is the first condition that does not hold, and its type; ""
+// when none is set False.
+func (st *rgdStatus) failing() (string, rgdCondition) {
 	for _, t := range []string{rgdGraphAccepted, rgdKindReady, rgdControllerReady} {
 		if c, ok := st.conds[t]; ok && !c.status {
-			return t + ": " + c.message
+			return t, c
 		}
+	}
+	return "", rgdCondition{}
+}
+
+// message is why the RGD is not served; "" when it is.
+func (st *rgdStatus) message() string {
+	if t, c := st.failing(); t != "" {
+		return t + ": " + c.message
 	}
 	return ""
 }
@@ -131,11 +140,8 @@ func (st *rgdStatus) object(generation int64) map[string]any {
 	} else {
 		// As kro's: the reason of the first condition that does not hold.
 		reason := "NotReady"
-		for _, t := range []string{rgdGraphAccepted, rgdKindReady, rgdControllerReady} {
-			if c, ok := st.conds[t]; ok && !c.status {
-				reason = c.reason
-				break
-			}
+		if t, c := st.failing(); t != "" {
+			reason = c.reason
 		}
 		conds = append(conds, condition(rgdReady, "False", reason, st.message(), generation))
 	}

@@ -161,10 +161,7 @@ func composeKro(parent *unstructured.Unstructured, obs Observation, st desired.S
 	if err != nil {
 		return nil, err
 	}
-	state := kroStateOf(out)
-	if state == stateFailed {
-		state = stateError
-	}
+	state := kroStateOf(out, stateError)
 	if obs.Failure == nil {
 		obs.Failure = st.Failure
 	}

@@ -25,7 +25,7 @@ func status(rs *resourceState, p *unstructured.Unstructured, obs Observation) (m
 		out, err = composeKro(p, obs, st)
 	}
 	if k, ok := rs.renderer.(kroState); ok && err == nil && k.WritesState() && out["state"] == nil {
-		out["state"] = kroStateOf(out)
+		out["state"] = kroStateOf(out, stateFailed)
 	}
 	return out, err
 }
@@ -47,15 +47,16 @@ const (
 )
 
 // kroStateOf is kro's state of a parent whose status is st: ACTIVE when
-// Ready, FAILED when Stalled, else IN_PROGRESS.
-func kroStateOf(st map[string]any) string {
+// Ready, failed (FAILED for a graph file's parent, ERROR for an instance
+// served as kro serves it) when Stalled, else IN_PROGRESS.
+func kroStateOf(st map[string]any, failed string) string {
 	conds, _ := st["conditions"].([]any)
 	state := stateInProgress
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
 		switch {
 		case m["type"] == ConditionStalled && m["status"] == "True":
-			return stateFailed
+			return failed
 		case m["type"] == ConditionReady && m["status"] == "True":
 			state = stateActive
 		}

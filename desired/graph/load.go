@@ -454,8 +454,9 @@ func fieldType(t *apiservercel.DeclType, path []any) *apiservercel.DeclType {
 }
 
 // order sorts the resources so that each comes after those it refers to,
-// keeping the file's order where references leave it free; a cycle is
-// reported with its path.
+// as kro orders them (its status.topologicalOrder, and its apply order):
+// of the resources whose references are all placed, the one declared
+// first. A cycle is reported with its path.
 func order(f *file, ps *problems) ([]*resource, error) {
 	byID := map[string]*resource{}
 	for _, r := range f.resources {
@@ -467,7 +468,6 @@ func order(f *file, ps *problems) ([]*resource, error) {
 		done
 	)
 	state := map[string]int{}
-	var out []*resource
 	var stack []string
 	var visit func(r *resource) bool
 	visit = func(r *resource) bool {
@@ -489,7 +489,6 @@ func order(f *file, ps *problems) ([]*resource, error) {
 		}
 		stack = stack[:len(stack)-1]
 		state[r.id] = done
-		out = append(out, r)
 		return true
 	}
 	for _, r := range f.resources {
@@ -497,10 +496,7 @@ func order(f *file, ps *problems) ([]*resource, error) {
 			return nil, ps.err()
 		}
 	}
-	// Acyclic: the order kro gives (its status.topologicalOrder, and its
-	// apply order), of the resources whose references are all placed the
-	// one declared first.
-	out = out[:0]
+	out := make([]*resource, 0, len(f.resources))
 	placed := map[string]bool{}
 	for len(out) < len(f.resources) {
 		for _, r := range f.resources {
