@@ -42,8 +42,14 @@ conformance: bins build kro ## kro's own e2e scenarios (chainsaw, at the kro ver
 	tools/conformance.sh || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
 	RESYNCD_DIFFERENTIAL_REPORT=$(CURDIR)/docs/differential.md go test -count=1 -timeout 30m -run 'TestMigrationFromKro$$|TestDifferentialKro$$' -v ./daemon 2>&1 | grep -E '^(---|ok|FAIL|PASS)|_test.go:|^ +'; test $${PIPESTATUS[0]} -eq 0
 
+# kro's controller alone, which make test's bench harness and migration test
+# run (make kro adds chainsaw, which only make conformance runs).
+.PHONY: kro-controller
+kro-controller:
+	tools/build.sh kro
+
 .PHONY: test
-test: bins ## Run every test of every module (the daemon's, bench/, deploy/, tools/image/) against a real kube-apiserver + etcd
+test: bins kro-controller ## Run every test of every module (the daemon's, bench/, deploy/, tools/image/) against a real kube-apiserver + etcd, and kro's controller beside resyncd
 	go vet ./...
 	for m in $(MODULES); do (cd $$m && go vet ./...); done
 	cd tools/image && go vet ./... && go test ./...
@@ -77,19 +83,19 @@ BENCH_FLAGS ?=
 BENCH_RESULTS := bench/results/$(shell date -u +%Y-%m-%d).json
 
 .PHONY: bench
-bench: bins build ## resyncd's fixed part with 10 parents; at N = 1,000: resyncd against controller-runtime (1 and 8 workers), the raw-SSA floor and a raw LIST, over two clusters, among unrelated objects, over time, under churn and in drift latency, and the passes to converge a graph four deep against one deep; at 5,000 the contenders of the targets (resyncd, the floor, the raw LIST) (26 minutes on 2 cores; the machine's speed moves it by up to a fifth from day to day): docs/benchmarks.md, bench/results/; BENCH_FLAGS="-baseline OLD" adds resyncd run with the build OLD, side by side (an A/B)
+bench: bins build kro-controller ## resyncd's fixed part with 10 parents; at N = 1,000: resyncd against controller-runtime (1 and 8 workers), the raw-SSA floor and a raw LIST, over two clusters, among unrelated objects, over time, under churn and in drift latency, the passes to converge a graph four deep against one deep, and kro v0.9.4's controller against resyncd serving the same RGD (cold, quiet, drift, churn) (about 30 minutes on 2 cores): docs/benchmarks.md, bench/results/; BENCH_FLAGS="-baseline OLD" adds resyncd run with the build OLD, side by side (an A/B)
 	cd bench && go build -o ../bin/bench .
-	bin/bench -sizes 1000,5000 -all-up-to 1000 -cold-reps-up-to 0 -reps 3 -untargeted-rounds 1 -skip resyncd-one-namespace -tradeoff-n 1000 -depth-n 1000 -fixed-n 10 -out $(BENCH_RESULTS) -doc docs/benchmarks.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
+	bin/bench -sizes 1000 -cold-reps-up-to 0 -reps 3 -untargeted-rounds 1 -skip resyncd-one-namespace -tradeoff-n 1000 -depth-n 1000 -fixed-n 10 -kro-n 1000 -kro-chain-n 1000 -kro-chain-kro=false -out $(BENCH_RESULTS) -doc docs/benchmarks.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
 
 .PHONY: bench-scale
-bench-scale: bins build ## resyncd, the raw-SSA floor, the raw LIST and controller-runtime at N = 1,000, 5,000 and 20,000 (cold once at 20,000): the cost per parent and its slope; resyncd with N parents in one namespace up to 5,000; one resyncd run against three sharing the work at N = 5,000 and 20,000: docs/benchmarks-scale.md, bench/results/
+bench-scale: bins build kro-controller ## resyncd, the raw-SSA floor, the raw LIST and controller-runtime at N = 1,000, 5,000 and 20,000 (cold once at 20,000), with their targets at 5,000: the cost per parent and its slope; resyncd with N parents in one namespace up to 5,000; one resyncd run against three sharing the work at N = 5,000 and 20,000, against the fixed part; kro against resyncd at 5,000, and kro's time for the four-deep chain at 1,000: docs/benchmarks-scale.md, bench/results/
 	cd bench && go build -o ../bin/bench .
-	bin/bench -sizes 1000,5000,20000 -reps 3 -only resyncd,resyncd-one-namespace,raw-ssa-floor,controller-runtime,resyncd-ring-3 -ring-n 5000,20000 -out bench/results/$(shell date -u +%Y-%m-%d)-scale.json -doc docs/benchmarks-scale.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
+	bin/bench -sizes 1000,5000,20000 -reps 3 -only resyncd,resyncd-one-namespace,raw-ssa-floor,controller-runtime,resyncd-ring-3,kro -ring-n 5000,20000 -fixed-n 10 -kro-n 5000 -kro-chain-n 1000 -out bench/results/$(shell date -u +%Y-%m-%d)-scale.json -doc docs/benchmarks-scale.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
 
 .PHONY: bench-quick
-bench-quick: bins build ## The bench at N = 200, one resyncd run against three sharing the work among them (about 4 minutes), for development: .run/bench/quick.md; BENCH_FLAGS="-profile DIR" adds pprof profiles
+bench-quick: bins build kro-controller ## The bench at N = 200, one resyncd run against three sharing the work among them, kro against resyncd (about 8 minutes), for development: .run/bench/quick.md; BENCH_FLAGS="-profile DIR" adds pprof profiles
 	cd bench && go build -o ../bin/bench .
-	bin/bench -sizes 200 -reps 3 -depth-n 200 -ring-n 200 -fixed-n 10 -out $(RUN_DIR)/bench/quick.json -doc $(RUN_DIR)/bench/quick.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
+	bin/bench -sizes 200 -reps 3 -depth-n 200 -ring-n 200 -fixed-n 10 -kro-n 200 -kro-chain-n 200 -out $(RUN_DIR)/bench/quick.json -doc $(RUN_DIR)/bench/quick.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
 
 GOLANGCI_LINT := bin/golangci-lint-v2.15.0
 

@@ -106,6 +106,17 @@ func (b *bench) churn(ctx context.Context, n int, quiet []*windowPlane) (*Churn,
 	if err := errors.Join(errs...); err != nil {
 		return ch, err
 	}
+	var err error
+	ch.Windows, ch.Latency, err = b.churnWindow(ctx, planes, planes[:2], n)
+	return ch, err
+}
+
+// churnWindow has every unrelated Deployment of each plane written once a
+// churnPeriod, and once it has gone on for a moment measures the planes
+// over the churn window while drift is injected under the contenders of
+// drifting.
+func (b *bench) churnWindow(ctx context.Context, planes, drifting []*windowPlane, n int) ([]*ChurnSample, []*LatencySample, error) {
+	o := b.tradeOffOpts
 	churnCtx, stopChurn := context.WithCancel(ctx)
 	defer stopChurn()
 	writes := make([]atomic.Int64, len(planes))
@@ -118,22 +129,22 @@ func (b *bench) churn(ctx context.Context, n int, quiet []*windowPlane) (*Churn,
 	select {
 	case <-time.After(min(churnPeriod(n), 20*time.Second)):
 	case err := <-churned:
-		return ch, fmt.Errorf("churn: %w", err)
+		return nil, nil, fmt.Errorf("churn: %w", err)
 	case <-ctx.Done():
-		return ch, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
-	progress("N=%d churn: a window of %s, drift injected over %s under 2 contenders", n, o.churnWindow, o.latencySpan)
+	progress("N=%d churn: a window of %s, drift injected over %s under %d contenders", n, o.churnWindow, o.latencySpan, len(drifting))
 	lat := make(chan []*LatencySample, 1)
-	go func() { lat <- b.latencies(ctx, planes[:2], n) }()
-	ch.Windows = measureChurn(ctx, planes, writes, o.churnWindow)
-	ch.Latency = <-lat
+	go func() { lat <- b.latencyOn(ctx, drifting, n) }()
+	windows := measureChurn(ctx, planes, writes, o.churnWindow)
+	latency := <-lat
 	stopChurn()
 	for range planes {
 		if err := <-churned; err != nil {
-			return ch, fmt.Errorf("churn: %w", err)
+			return windows, latency, fmt.Errorf("churn: %w", err)
 		}
 	}
-	return ch, nil
+	return windows, latency, nil
 }
 
 // churn writes churnAnnotation to each of the plane's unrelated

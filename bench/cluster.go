@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 )
@@ -34,6 +35,8 @@ const (
 	parentReplicas = 2
 	driftReplicas  = 5
 	driftTarget    = 9090
+	// webAppTargetPort is the targetPort of the WebApp graphs' Service.
+	webAppTargetPort = 8080
 )
 
 // cluster is the orchestrator's side: load, reset, drift and check, with
@@ -268,7 +271,13 @@ func deploymentInSync(d *appsv1.Deployment) bool {
 }
 
 func serviceInSync(s *corev1.Service) bool {
-	return len(s.Spec.Ports) == 1 && s.Spec.Ports[0].TargetPort.StrVal == "http"
+	if len(s.Spec.Ports) != 1 {
+		return false
+	}
+	// HttpService's Service targets its port by name, the WebApp graphs'
+	// by number.
+	tp := s.Spec.Ports[0].TargetPort
+	return tp.StrVal == "http" || (tp.Type == intstr.Int && tp.IntVal == webAppTargetPort)
 }
 
 // stillDrifted counts the drifted children that are not back as desired.

@@ -36,9 +36,23 @@ type passLine struct {
 	Msg      string `json:"msg"`
 	Duration string `json:"duration"`
 	Error    string `json:"error"`
+	// Resource is the watched resource the pass was of.
+	Resource string `json:"resource"`
 	// Parents is the number of parents the pass listed: with sharding,
 	// those of the replica's share.
 	Parents int `json:"parents"`
+	// The pass's writes, as its summary counts them.
+	Taken    int `json:"taken"`
+	Created  int `json:"created"`
+	Updated  int `json:"updated"`
+	Deleted  int `json:"deleted"`
+	Released int `json:"released"`
+	Statuses int `json:"statuses"`
+}
+
+// writes is every write the pass made.
+func (l passLine) writes() int {
+	return l.Taken + l.Created + l.Updated + l.Deleted + l.Released + l.Statuses
 }
 
 func (b *bench) startDaemon(c contender, n int) (*daemon, error) {
@@ -61,6 +75,13 @@ func (b *bench) spawnDaemonOf(bin, name, config, kubeconfig string) (*daemon, er
 		base := filepath.Join(b.profile, name+"-run")
 		args = append(args, "--cpu-profile", base+".cpu.pprof", "--heap-profile", base+".heap.pprof")
 	}
+	return b.spawn(name, args)
+}
+
+// spawn starts args[0] with the GC trace on, its stderr in the work
+// directory under name, following its peak RSS, its heap and, of resyncd,
+// the ends of its passes.
+func (b *bench) spawn(name string, args []string) (*daemon, error) {
 	d := &daemon{cmd: exec.Command(args[0], args[1:]...), done: make(chan passLine, 256), exited: make(chan struct{})}
 	d.cmd.Env = gcTraced()
 	logs, err := d.cmd.StderrPipe()

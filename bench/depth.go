@@ -184,11 +184,13 @@ func (b *bench) converge(ctx context.Context, g depthGraph, config string, n, re
 		}
 		r.Passes = append(r.Passes, p)
 		if p.Writes == 0 {
-			missing, err := b.cl.depthConverged(ctx, n, g)
+			missing, err := b.cl.depthConverged(ctx, n, g, webAppGVR, depthLabel)
 			if err != nil {
 				return r, err
 			}
-			r.Error = missing
+			if missing != "" {
+				r.Error = "after a pass that wrote nothing, " + missing
+			}
 			return r, nil
 		}
 	}
@@ -371,10 +373,11 @@ func depthChecks(g depthGraph) []string {
 }
 
 // depthConverged says, when the API server does not hold what g declares
-// for each of n WebApps, how many lack what (the first of depthChecks
-// each lacks); "" when all are there.
-func (c *cluster) depthConverged(ctx context.Context, n int, g depthGraph) (string, error) {
-	nss, err := c.cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: depthLabel})
+// for each of n WebApps (of gvr, in the namespaces labelled label), how
+// many lack what (the first of depthChecks each lacks); "" when all are
+// there.
+func (c *cluster) depthConverged(ctx context.Context, n int, g depthGraph, gvr schema.GroupVersionResource, label string) (string, error) {
+	nss, err := c.cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: label})
 	if err != nil {
 		return "", err
 	}
@@ -382,7 +385,7 @@ func (c *cluster) depthConverged(ctx context.Context, n int, g depthGraph) (stri
 	lacking := make([]int, len(checks))
 	parents := 0
 	for _, ns := range nss.Items {
-		found, err := c.depthLacking(ctx, ns.Name, g, lacking)
+		found, err := c.depthLacking(ctx, ns.Name, g, gvr, lacking)
 		if err != nil {
 			return "", err
 		}
@@ -397,13 +400,13 @@ func (c *cluster) depthConverged(ctx context.Context, n int, g depthGraph) (stri
 	if parents == n && len(parts) == 0 {
 		return "", nil
 	}
-	return fmt.Sprintf("not converged after a pass that wrote nothing: %d WebApps for %d; %s", parents, n, strings.Join(parts, ", ")), nil
+	return fmt.Sprintf("not converged: %d WebApps for %d; %s", parents, n, strings.Join(parts, ", ")), nil
 }
 
 // depthLacking counts, for each of the WebApps in ns, the first of
 // depthChecks it lacks into lacking, and returns how many WebApps it found.
-func (c *cluster) depthLacking(ctx context.Context, ns string, g depthGraph, lacking []int) (int, error) {
-	apps, err := c.dyn.Resource(webAppGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+func (c *cluster) depthLacking(ctx context.Context, ns string, g depthGraph, gvr schema.GroupVersionResource, lacking []int) (int, error) {
+	apps, err := c.dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return 0, err
 	}

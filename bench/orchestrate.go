@@ -261,6 +261,9 @@ type Results struct {
 	// Ring is one replica against three sharing the work, at each N of
 	// -ring-n.
 	Ring *RingRun `json:"ring,omitempty"`
+	// Kro is kro's controller against resyncd serving the same RGD, at
+	// each N of -kro-n.
+	Kro *KroRun `json:"kro,omitempty"`
 }
 
 type bench struct {
@@ -297,6 +300,12 @@ type bench struct {
 	fixedN int
 	// ringN are the Ns of the ring figure; none: not measured.
 	ringN []int
+	// kroN are the Ns of the kro figure; none: not measured. kroChainN
+	// is the N at which the chain converges (0: nowhere), by kro too if
+	// kroChainKro.
+	kroN        []int
+	kroChainN   int
+	kroChainKro bool
 	// clean: nothing (a cold run, the graph depth, the ring) has written
 	// to the main plane since it started.
 	clean bool
@@ -324,6 +333,10 @@ func orchestrate(args []string) error {
 	depthN := fs.Int("depth-n", 0, "measure the passes and seconds to converge this many WebApps under a graph four deep and one deep (0: not at all; with -only, only if it lists "+depthName+")")
 	ringN := fs.String("ring-n", "", "measure one resyncd run against "+strconv.Itoa(ringReplicas)+
 		" sharing the work at these Ns, comma-separated (none: not at all; with -only, only if it lists "+ringThreeName+")")
+	kroN := fs.String("kro-n", "", "measure kro's controller (bin/kro, make kro) against resyncd serving the same ResourceGraphDefinition at these Ns, comma-separated, "+
+		"with the trade-off's window, intervals, drift and churn flags (none: not at all; with -only, only if it lists "+kroFigure+")")
+	kroChainN := fs.Int("kro-chain-n", 0, "in the kro figure, converge the four-deep chain (chain-rgd.yaml) at this N too (0: not at all)")
+	kroChainKro := fs.Bool("kro-chain-kro", true, "with -kro-chain-n, converge the chain by kro too, not only by resyncd")
 	from := fs.String("from", "", "write the report of this results file (-out of an earlier run) to -doc, and run nothing")
 	var to tradeOffOptions
 	fs.IntVar(&to.n, "tradeoff-n", 0, "measure the trade-off against watching at this N, one of -sizes (0: not at all)")
@@ -356,6 +369,12 @@ func orchestrate(args []string) error {
 			return err
 		}
 	}
+	var kros []int
+	if *kroN != "" {
+		if kros, err = parseSizes("-kro-n", *kroN); err != nil {
+			return err
+		}
+	}
 	if to.n != 0 && !slices.Contains(ns, to.n) {
 		return fmt.Errorf("-tradeoff-n %d: not one of -sizes %s", to.n, *sizes)
 	}
@@ -375,7 +394,7 @@ func orchestrate(args []string) error {
 	if err != nil {
 		return err
 	}
-	onlyThese, err := contenderSet("-only", *only, depthName, ringThreeName)
+	onlyThese, err := contenderSet("-only", *only, depthName, ringThreeName, kroFigure)
 	if err != nil {
 		return err
 	}
@@ -388,7 +407,8 @@ func orchestrate(args []string) error {
 	}
 	b.coldMax, b.targetColdMax, b.allMax, b.profile = *coldMax, *targetColdMax, *allMax, *profile
 	b.untargetedRounds, b.skip = *untargetedRounds, skipped
-	b.tradeOffN, b.tradeOffOpts, b.depthN, b.ringN, b.fixedN = to.n, to, *depthN, rings, *fixedN
+	b.tradeOffN, b.tradeOffOpts, b.depthN, b.ringN, b.fixedN, b.kroN = to.n, to, *depthN, rings, *fixedN, kros
+	b.kroChainN, b.kroChainKro = *kroChainN, *kroChainKro
 	if *baseline != "" {
 		if b.baseline, err = filepath.Abs(*baseline); err == nil {
 			_, err = os.Stat(b.baseline)
@@ -430,7 +450,7 @@ func orchestrate(args []string) error {
 		return runErr
 	}
 	report := summarize(res)
-	fmt.Print(report.fixedPart() + report.tables() + report.scale() + report.tradeOff() + report.graphDepth() + report.ring())
+	fmt.Print(report.fixedPart() + report.tables() + report.scale() + report.tradeOff() + report.graphDepth() + report.ring() + report.kro())
 	if *doc != "" {
 		if err := os.WriteFile(*doc, []byte(report.markdown(*out)), 0o644); err != nil {
 			return err
@@ -452,6 +472,23 @@ func orchestrate(args []string) error {
 func (b *bench) runAll(ctx context.Context, res *Results, sizes []int, reps int, drift float64) error {
 	if err := b.runContenders(ctx, res, sizes, reps, drift); err != nil {
 		return err
+	}
+	if (len(b.kroN) > 0 || b.kroChainN > 0) && (b.only == nil || b.only[kroFigure]) {
+		bin, _, err := kroBinary()
+		if err != nil {
+			return err
+		}
+		res.Kro = &KroRun{Version: kroVersion(bin), Flags: kroFlags, Intervals: b.kroIntervals()}
+		ns := slices.Clone(b.kroN)
+		if b.kroChainN > 0 && !slices.Contains(ns, b.kroChainN) {
+			ns = append(ns, b.kroChainN)
+		}
+		slices.Sort(ns)
+		for _, n := range ns {
+			if err := b.measureKro(ctx, res.Kro, n, slices.Contains(b.kroN, n)); err != nil {
+				return err
+			}
+		}
 	}
 	if len(b.ringN) == 0 || (b.only != nil && !b.only[ringThreeName]) {
 		return nil
@@ -579,7 +616,7 @@ func reportFrom(path, doc string) error {
 	}
 	report := summarize(&res)
 	if doc == "" {
-		fmt.Print(report.fixedPart() + report.tables() + report.scale() + report.tradeOff() + report.graphDepth() + report.ring())
+		fmt.Print(report.fixedPart() + report.tables() + report.scale() + report.tradeOff() + report.graphDepth() + report.ring() + report.kro())
 		return nil
 	}
 	return os.WriteFile(doc, []byte(report.markdown(path)), 0o644)
@@ -657,7 +694,9 @@ func setUp(work, resyncdBin string) (*bench, error) {
 
 // startPlane starts a control plane for the bench, its log and kubeconfig
 // in work (or work/sub), and returns it with an unthrottled admin client.
-func startPlane(work, sub string) (*testenv.Env, *cluster, string, error) {
+// crds are directories of CustomResourceDefinitions it installs beside
+// the repository's.
+func startPlane(work, sub string, crds ...string) (*testenv.Env, *cluster, string, error) {
 	dir := filepath.Join(work, sub)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, "", err
@@ -666,8 +705,17 @@ func startPlane(work, sub string) (*testenv.Env, *cluster, string, error) {
 	if err != nil {
 		return nil, nil, "", err
 	}
+	var crdDirs []string
+	if len(crds) > 0 {
+		root, err := testenv.RepoRoot()
+		if err != nil {
+			return nil, nil, "", err
+		}
+		crdDirs = append([]string{filepath.Join(root, "deploy", "crds")}, crds...)
+	}
 	env, err := testenv.Start(testenv.Options{
-		Output: logFile,
+		Output:  logFile,
+		CRDDirs: crdDirs,
 		APIServerArgs: map[string]string{
 			"max-requests-inflight":          "3000",
 			"max-mutating-requests-inflight": "1000",

@@ -617,5 +617,6 @@ func (sum *summary) markdown(jsonPath string) string {
 	p("%s", sum.tradeOff())
 	p("%s", sum.graphDepth())
 	p("%s", sum.ring())
+	p("%s", sum.kro())
 	return b.String()
 }

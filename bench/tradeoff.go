@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -370,25 +369,7 @@ func (b *bench) latencies(ctx context.Context, planes []*windowPlane, n int) []*
 		}
 	}
 	progress("N=%d trade-off: %d changes over %s under %d contenders", n, o.latencyChanges, o.latencySpan, len(picked))
-	out := make([]*LatencySample, len(picked))
-	var wg sync.WaitGroup
-	for i, p := range picked {
-		wg.Go(func() {
-			// Until repaired: the span, then an interval more (resyncd's
-			// next pass), or a minute for a watch.
-			settle := max(p.interval, time.Minute) + 30*time.Second
-			rng := rand.New(rand.NewPCG(uint64(n), uint64(i)))
-			s := &LatencySample{Contender: p.name, Interval: p.interval.Seconds()}
-			var err error
-			s.Seconds, s.Unrepaired, err = p.cl.driftLatency(ctx, p.managedBy, o.latencySpan, o.latencyChanges, settle, rng)
-			if err != nil {
-				s.Error = err.Error()
-			}
-			out[i] = s
-		})
-	}
-	wg.Wait()
-	return out
+	return b.latencyOn(ctx, picked, n)
 }
 
 // shortDuration is d as a person writes it: 30s, 5m, 1h30m.

@@ -11,9 +11,19 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// benchResources are the collections the contenders read and write; the
-// API server's own traffic (leases, endpoints, its discovery) is left out.
-var benchResources = map[string]bool{"httpservices": true, "deployments": true, "services": true, "horizontalpodautoscalers": true}
+// benchResources are the collections the contenders read and write: the
+// parents, the children, and of the kro figure its WebApp kinds, their
+// ConfigMaps and kro's own objects; the API server's own traffic (leases,
+// endpoints, its discovery) is left out.
+var benchResources = map[string]bool{"httpservices": true, "deployments": true, "services": true, "horizontalpodautoscalers": true,
+	"configmaps": true, kroFlat.gvr.Resource: true, kroChain.gvr.Resource: true, "resourcegraphdefinitions": true, "graphrevisions": true, "customresourcedefinitions": true}
+
+// parentResources are the bench's parent kinds, whose status writes are
+// counted apart; childResources the kinds of their children.
+var (
+	parentResources = map[string]bool{"httpservices": true, kroFlat.gvr.Resource: true, kroChain.gvr.Resource: true}
+	childResources  = map[string]bool{"deployments": true, "services": true, "horizontalpodautoscalers": true, "configmaps": true}
+)
 
 // Traffic is what the API server counted for the bench collections, from
 // its own apiserver_request_total and apiserver_response_sizes.
@@ -96,10 +106,10 @@ func parseTraffic(raw []byte) (Traffic, error) {
 			switch {
 			case l["dry_run"] != "":
 				t.DryRuns += v
-			case l["resource"] == "httpservices" && l["subresource"] == "status":
+			case parentResources[l["resource"]] && l["subresource"] == "status":
 				t.StatusWrites += v
-			case l["resource"] == "httpservices":
-				t.OtherWrites += v
+			case !childResources[l["resource"]]:
+				t.OtherWrites += v // the parents themselves, RGDs, CRDs
 			default:
 				t.ChildWrites += v
 			}
