@@ -51,7 +51,7 @@ func fixedTargets(z sizeSummary) []target {
 			num(mib(z.SyncHeap[resyncdName]), "%.0f"), num(mib(z.SyncHeap[listName]), "%.0f")),
 		Met: r <= fixedAgainstList,
 	}, {
-		What: fmt.Sprintf("the same in MiB, the bound first set (kept for the record)"),
+		What: "the same in MiB, the bound first set (kept for the record)",
 		Want: fmt.Sprintf("≤ %d MiB", fixedLimit),
 		Got:  fmt.Sprintf("%s MiB", spread(rss, "%.0f")),
 		Met:  !math.IsNaN(rss.Median) && rss.Median <= fixedLimit,
