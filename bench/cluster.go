@@ -98,11 +98,8 @@ func (c *cluster) resetIn(ctx context.Context, n int, namespaces []string) error
 	if err != nil {
 		return fmt.Errorf("reset: %w", err)
 	}
-	for _, name := range namespaces {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{benchLabel: "true"}}}
-		if _, err := c.cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
-		}
+	if err := c.ensureNamespaces(ctx, len(namespaces), func(i int) string { return namespaces[i] }, benchLabel); err != nil {
+		return err
 	}
 	err = parallel(n, func(i int) error {
 		_, err := c.dyn.Resource(parentGVR).Namespace(namespaces[i%len(namespaces)]).Create(ctx, parent(i), metav1.CreateOptions{})
@@ -144,6 +141,18 @@ func (c *cluster) deleteServices(ctx context.Context, ns string) error {
 		}
 		return err
 	})
+}
+
+// ensureNamespaces creates namespaces name(0) to name(n-1), labelled
+// label, those not there yet.
+func (c *cluster) ensureNamespaces(ctx context.Context, n int, name func(int) string, label string) error {
+	for i := range n {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name(i), Labels: map[string]string{label: "true"}}}
+		if _, err := c.cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	return nil
 }
 
 // parent is the i-th HttpService: a typical web service with probes,

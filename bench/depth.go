@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -141,6 +140,16 @@ func (b *bench) measureDepth(ctx context.Context, res *Results, n, reps int) err
 	return b.cl.resetWebApps(ctx, 0)
 }
 
+// configHead is resyncd's bench configuration (driftCheck local) up to
+// its resources, for a configuration of other resources.
+func configHead() (string, error) {
+	head, _, ok := strings.Cut(fmt.Sprintf(resyncdConfig, "local"), "resources:\n")
+	if !ok {
+		return "", errors.New("resyncd's bench configuration has no resources")
+	}
+	return head, nil
+}
+
 // depthConfigs writes resyncd's configuration for each graph: the bench's,
 // limits lifted, watching WebApps with that graph.
 func (b *bench) depthConfigs() (map[string]string, error) {
@@ -148,9 +157,9 @@ func (b *bench) depthConfigs() (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	head, _, ok := strings.Cut(fmt.Sprintf(resyncdConfig, "local"), "resources:\n")
-	if !ok {
-		return nil, errors.New("resyncd's bench configuration has no resources")
+	head, err := configHead()
+	if err != nil {
+		return nil, err
 	}
 	out := map[string]string{}
 	for _, g := range depthGraphs {
@@ -316,11 +325,8 @@ func (c *cluster) resetWebApps(ctx context.Context, n int) error {
 		return fmt.Errorf("reset: %w", err)
 	}
 	namespaces := (n + parentsPerNS - 1) / parentsPerNS
-	for i := range namespaces {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: depthNamespace(i), Labels: map[string]string{depthLabel: "true"}}}
-		if _, err := c.cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
-		}
+	if err := c.ensureNamespaces(ctx, namespaces, depthNamespace, depthLabel); err != nil {
+		return err
 	}
 	err = parallel(n, func(i int) error {
 		_, err := c.dyn.Resource(webAppGVR).Namespace(depthNamespace(i%namespaces)).Create(ctx, webApp(i), metav1.CreateOptions{})

@@ -20,8 +20,6 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -487,9 +485,9 @@ func (b *bench) resyncdConverged(ctx context.Context, d *daemon, cl *cluster, g 
 // kroResyncdConfig writes resyncd's configuration for the figure: the
 // bench's, limits lifted, serving the cluster's RGDs at interval.
 func (b *bench) kroResyncdConfig(dir string, interval time.Duration) (string, error) {
-	head, _, ok := strings.Cut(fmt.Sprintf(resyncdConfig, "local"), "resources:\n")
-	if !ok {
-		return "", errors.New("resyncd's bench configuration has no resources")
+	head, err := configHead()
+	if err != nil {
+		return "", err
 	}
 	body := head + "resourceGraphDefinitions:\n  enabled: true\n  interval: " + shortDuration(interval) + "\nresources: []\n"
 	path := filepath.Join(b.work, "resyncd-"+dir+".yaml")
@@ -541,11 +539,8 @@ func kroNamespace(i int) string { return fmt.Sprintf("kro-%03d", i) }
 // loadInstances creates n instances of g's kind, new, 100 a namespace.
 func (c *cluster) loadInstances(ctx context.Context, g kroGraph, n int) error {
 	namespaces := (n + parentsPerNS - 1) / parentsPerNS
-	for i := range namespaces {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kroNamespace(i), Labels: map[string]string{kroLabel: "true"}}}
-		if _, err := c.cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
-		}
+	if err := c.ensureNamespaces(ctx, namespaces, kroNamespace, kroLabel); err != nil {
+		return err
 	}
 	return parallel(n, func(i int) error {
 		u := webApp(i)

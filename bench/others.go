@@ -28,11 +28,8 @@ func othersNamespace(i int) string { return fmt.Sprintf("others-%03d", i) }
 // field manager.
 func (c *cluster) loadOthers(ctx context.Context, u int, services bool) error {
 	namespaces := (u + parentsPerNS - 1) / parentsPerNS
-	for i := range namespaces {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: othersNamespace(i), Labels: map[string]string{othersLabel: "true"}}}
-		if _, err := c.cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
-		}
+	if err := c.ensureNamespaces(ctx, namespaces, othersNamespace, othersLabel); err != nil {
+		return err
 	}
 	opts := metav1.CreateOptions{FieldManager: "bench-others"}
 	err := parallel(u, func(i int) error {
