@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -171,13 +172,31 @@ func TestBenchRuns(t *testing.T) {
 		!strings.Contains(string(md), "### The fixed part, at N = 20") || !strings.Contains(string(md), "| peak RSS keeping 20 parents in sync (the fixed part), against the raw LIST's with as many | ≤ 1.1× |") {
 		t.Errorf("report has no table for N = 10:\n%s", md)
 	}
-	// -from writes the same report from the samples alone.
-	again := filepath.Join(dir, "again.md")
-	if out, err := exec.Command(filepath.Join(dir, "bench"), "-from", results, "-doc", again).CombinedOutput(); err != nil {
+	// The plots beside it, each shown in it.
+	for _, name := range []string{"rss", "bytes", "latency", "cpu"} {
+		svg := "benchmarks-" + name + ".svg"
+		if !strings.Contains(string(md), "]("+svg+")") {
+			t.Errorf("report shows no plot %s", svg)
+		}
+	}
+	// -from writes the same report and the same plots from the samples
+	// alone.
+	again := filepath.Join(dir, "again")
+	if err := os.Mkdir(again, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(filepath.Join(dir, "bench"), "-from", results, "-doc", filepath.Join(again, "benchmarks.md")).CombinedOutput(); err != nil {
 		t.Fatalf("bench -from: %v\n%s", err, out)
 	}
-	if md2, err := os.ReadFile(again); err != nil || string(md2) != string(md) {
-		t.Errorf("bench -from wrote another report (%v)", err)
+	for _, name := range []string{"benchmarks.md", "benchmarks-rss.svg", "benchmarks-bytes.svg", "benchmarks-latency.svg", "benchmarks-cpu.svg"} {
+		first, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if second, err := os.ReadFile(filepath.Join(again, name)); err != nil || !bytes.Equal(first, second) {
+			t.Errorf("bench -from wrote another %s (%v)", name, err)
+		}
 	}
 }
 

@@ -12,7 +12,7 @@ This file is written by the bench (` + "`bench/`" + `); the raw samples are in
 ` + "`bench/results/`" + `. ` + "`make bench-quick`" + ` runs it at N = 200 for development, and
 ` + "`BENCH_FLAGS=\"-profile DIR\"`" + ` adds pprof CPU and heap profiles of every resyncd run.
 ` + "`bin/bench -from bench/results/DATE.json -doc docs/benchmarks.md`" + ` writes this file again
-from the samples of a run.
+from the samples of a run, and its plots (SVG files beside it, named after it) with it.
 
 ## What runs
 
@@ -136,7 +136,8 @@ the raw LIST; ` + "`make bench-scale`" + ` runs those it names at every N):
      idle one), which bounds what the window can tell apart. The figures among
      unrelated objects, which count memory, requests and bytes but no time, run
      on the first control plane meanwhile, from these planes' start.
-   - **Drift latency**: on the 30-second plane and the controller-runtime plane, at
+   - **Drift latency**: on the 30-second plane, the 3-minute plane (each interval's
+     plane up to 5 minutes) and the controller-runtime plane, at
      the same time, 60 children picked at random are changed (as in step 3) at
      random moments over 60 seconds (` + "`-latency-changes`" + `, ` + "`-latency-span`" + `). A
      watch of the bench's own on the contender's children stamps when the API

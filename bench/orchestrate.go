@@ -452,7 +452,7 @@ func orchestrate(args []string) error {
 	report := summarize(res)
 	fmt.Print(report.fixedPart() + report.tables() + report.scale() + report.tradeOff() + report.graphDepth() + report.ring() + report.kro())
 	if *doc != "" {
-		if err := os.WriteFile(*doc, []byte(report.markdown(*out)), 0o644); err != nil {
+		if err := report.writeReport(*doc, *out); err != nil {
 			return err
 		}
 	}
@@ -619,7 +619,7 @@ func reportFrom(path, doc string) error {
 		fmt.Print(report.fixedPart() + report.tables() + report.scale() + report.tradeOff() + report.graphDepth() + report.ring() + report.kro())
 		return nil
 	}
-	return os.WriteFile(doc, []byte(report.markdown(path)), 0o644)
+	return report.writeReport(doc, path)
 }
 
 // parseSizes reads the numbers of the flag named name.

@@ -598,7 +598,7 @@ func (sum *summary) scaleTargets() []target {
 func pct(f float64) string { return fmt.Sprintf("%g%%", f*100) }
 
 // markdown is docs/benchmarks.md: how the figures were made, then the figures.
-func (sum *summary) markdown(jsonPath string) string {
+func (sum *summary) markdown(jsonPath string, plots []figure) string {
 	r := sum.res
 	var b bytes.Buffer
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
@@ -611,7 +611,8 @@ func (sum *summary) markdown(jsonPath string) string {
 	if jsonPath != "" {
 		p("- Every sample: [`%s`](../%s).\n", filepath.ToSlash(jsonPath), filepath.ToSlash(jsonPath))
 	}
-	p("\n%s", sum.fixedPart())
+	p("\n%s", plotsSection(plots))
+	p("%s", sum.fixedPart())
 	p("%s", sum.tables())
 	p("%s", sum.scale())
 	p("%s", sum.tradeOff())
