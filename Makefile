@@ -48,13 +48,32 @@ conformance: bins build kro ## kro's own e2e scenarios (chainsaw, at the kro ver
 kro-controller:
 	tools/build.sh kro
 
+# make test runs the modules' tests at once (they wait on control planes,
+# Leases and intervals more than they compute), hands them the resyncd
+# binary `make build` built, and keeps each module's test events for the
+# table of times it prints at the end.
+TEST_MODULES := . $(MODULES) tools/image tools/testrun
+
 .PHONY: test
-test: bins kro-controller ## Run every test of every module (the daemon's, bench/, deploy/, tools/image/) against a real kube-apiserver + etcd, and kro's controller beside resyncd
+test: bins kro-controller build test-tools ## Run every test of every module (the daemon's, bench/, deploy/, tools/) against a real kube-apiserver + etcd, and kro's controller beside resyncd, then the time each package took
 	go vet ./...
-	for m in $(MODULES); do (cd $$m && go vet ./...); done
-	cd tools/image && go vet ./... && go test ./...
-	status=0; for m in . $(MODULES); do (cd $$m && go test $(GO_TEST_FLAGS) ./...) || status=$$?; done; \
+	for m in $(filter-out .,$(TEST_MODULES)); do (cd $$m && go vet ./...); done
+	rm -rf $(RUN_DIR)/test/events && mkdir -p $(RUN_DIR)/test/events
+	start=$$(date +%s); pids=(); \
+	for m in $(TEST_MODULES); do \
+		name=$$(echo "$$m" | tr / -); [ "$$m" != . ] || name=resyncd; \
+		(cd $$m && RESYNCD_TEST_BINARY=$(CURDIR)/bin/resyncd $(CURDIR)/bin/gotestsum --format pkgname-and-test-fails --hide-summary skipped \
+			--jsonfile $(RUN_DIR)/test/events/$$name.json -- $(GO_TEST_FLAGS) ./...) & pids+=($$!); \
+	done; \
+	status=0; for p in "$${pids[@]}"; do wait $$p || status=$$?; done; \
+	bin/testrun $(RUN_DIR)/test/events/*.json; echo "make test: $$(($$(date +%s) - start)) s of tests, status $$status"; \
 		$(MAKE) --no-print-directory reap; exit $$status
+
+# gotestsum (make test's runner) and testrun (its table of times), at the
+# versions tools/testrun pins.
+.PHONY: test-tools
+test-tools:
+	cd tools/testrun && go build -o ../../bin/gotestsum gotest.tools/gotestsum && go build -o ../../bin/testrun .
 
 .PHONY: test-drills
 test-drills: bins ## The drills on a living local cluster, then the config, renderer, graph and ring-Lease fuzzers for 30 s each (make test runs the drills too)
@@ -83,14 +102,14 @@ BENCH_FLAGS ?=
 BENCH_RESULTS := bench/results/$(shell date -u +%Y-%m-%d).json
 
 .PHONY: bench
-bench: bins build kro-controller ## resyncd's fixed part with 10 parents; at N = 1,000: resyncd against controller-runtime (1 and 8 workers), the raw-SSA floor and a raw LIST, over two clusters, among unrelated objects, over time, under churn and in drift latency, the passes to converge a graph four deep against one deep, and kro v0.9.4's controller against resyncd serving the same RGD (cold, quiet, drift, churn) (about 30 minutes on 2 cores): docs/benchmarks.md, bench/results/; BENCH_FLAGS="-baseline OLD" adds resyncd run with the build OLD, side by side (an A/B)
+bench: bins build kro-controller ## resyncd's fixed part with 10 parents; at N = 1,000: resyncd against controller-runtime (1 and 8 workers), the raw-SSA floor and a raw LIST, among unrelated objects, over time, under churn and in drift latency (at each interval), and kro v0.9.4's controller against resyncd serving the same RGD (cold, quiet, drift, churn) (about 30 minutes on 2 cores): docs/benchmarks.md and its plots, bench/results/; BENCH_FLAGS="-baseline OLD" adds resyncd run with the build OLD, side by side (an A/B)
 	cd bench && go build -o ../bin/bench .
-	bin/bench -sizes 1000 -cold-reps-up-to 0 -reps 3 -untargeted-rounds 1 -skip resyncd-one-namespace -tradeoff-n 1000 -depth-n 1000 -fixed-n 10 -kro-n 1000 -kro-chain-n 1000 -kro-chain-kro=false -out $(BENCH_RESULTS) -doc docs/benchmarks.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
+	bin/bench -sizes 1000 -cold-reps-up-to 0 -reps 3 -untargeted-rounds 1 -skip resyncd-one-namespace,resyncd-server,resyncd-2-clusters -tradeoff-n 1000 -fixed-n 10 -kro-n 1000 -kro-chain-n 1000 -kro-chain-kro=false -out $(BENCH_RESULTS) -doc docs/benchmarks.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
 
 .PHONY: bench-scale
-bench-scale: bins build kro-controller ## resyncd, the raw-SSA floor, the raw LIST and controller-runtime at N = 1,000, 5,000 and 20,000 (cold once at 20,000), with their targets at 5,000: the cost per parent and its slope; resyncd with N parents in one namespace up to 5,000; one resyncd run against three sharing the work at N = 5,000 and 20,000, against the fixed part; kro against resyncd at 5,000, and kro's time for the four-deep chain at 1,000: docs/benchmarks-scale.md, bench/results/
+bench-scale: bins build kro-controller ## resyncd, the raw-SSA floor, the raw LIST and controller-runtime at N = 1,000, 5,000 and 20,000 (cold once at 20,000), with their targets at 5,000: the cost per parent and its slope; resyncd with N parents in one namespace up to 5,000; one resyncd run against three sharing the work at N = 5,000 and 20,000, against the fixed part; kro against resyncd at 5,000, and kro's time for the four-deep chain at 1,000; at 1,000 the driftCheck server, two clusters, and the passes to converge a graph four deep against one deep: docs/benchmarks-scale.md and its plots, bench/results/
 	cd bench && go build -o ../bin/bench .
-	bin/bench -sizes 1000,5000,20000 -reps 3 -only resyncd,resyncd-one-namespace,raw-ssa-floor,controller-runtime,resyncd-ring-3,kro -ring-n 5000,20000 -fixed-n 10 -kro-n 5000 -kro-chain-n 1000 -out bench/results/$(shell date -u +%Y-%m-%d)-scale.json -doc docs/benchmarks-scale.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
+	bin/bench -sizes 1000,5000,20000 -reps 3 -only resyncd,resyncd-one-namespace,resyncd-server,resyncd-2-clusters,raw-ssa-floor,controller-runtime,resyncd-ring-3,graph-depth,kro -ring-n 5000,20000 -depth-n 1000 -fixed-n 10 -kro-n 5000 -kro-chain-n 1000 -out bench/results/$(shell date -u +%Y-%m-%d)-scale.json -doc docs/benchmarks-scale.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
 
 .PHONY: bench-quick
 bench-quick: bins build kro-controller ## The bench at N = 200, one resyncd run against three sharing the work among them, kro against resyncd (about 8 minutes), for development: .run/bench/quick.md; BENCH_FLAGS="-profile DIR" adds pprof profiles
@@ -108,10 +127,12 @@ lint: $(GOLANGCI_LINT) ## golangci-lint (.golangci.yml: errorlint, revive, stati
 	$(GOLANGCI_LINT) run ./...
 	for m in $(MODULES); do (cd $$m && ../$(GOLANGCI_LINT) run ./...); done
 	cd tools/image && ../../$(GOLANGCI_LINT) run ./...
+	cd tools/testrun && ../../$(GOLANGCI_LINT) run ./...
 	go mod tidy -diff
 	for m in $(MODULES); do (cd $$m && go mod tidy -diff); done
 	cd tools && go mod tidy -diff
 	cd tools/image && go mod tidy -diff
+	cd tools/testrun && go mod tidy -diff
 	cd tools/kro && go mod tidy -diff
 	cd tools/chainsaw && GOTOOLCHAIN=go1.24.6 go mod tidy -diff
 	cmp daemon/crds/kro.run_resourcegraphdefinitions.yaml "$$(cd tools/kro && go list -m -f '{{.Dir}}' github.com/kubernetes-sigs/kro)/helm/crds/kro.run_resourcegraphdefinitions.yaml"

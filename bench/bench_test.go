@@ -85,19 +85,12 @@ func TestBenchRuns(t *testing.T) {
 	dir := t.TempDir()
 	// resyncd is built in its own module, at the repository root, as `make
 	// build` builds it: the bench module's requirements are not the daemon's.
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range [][]string{{"resyncd", root, "./cmd/resyncd"}, {"bench", ".", "."}} {
-		build := exec.Command("go", "build", "-o", filepath.Join(dir, b[0]), b[2])
-		build.Dir = b[1]
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", b[0], err, out)
-		}
+	resyncd := testenv.BuildResyncd(t)
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "bench"), ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build bench: %v\n%s", err, out)
 	}
 	results, doc := filepath.Join(dir, "results.json"), filepath.Join(dir, "benchmarks.md")
-	cmd := exec.Command(filepath.Join(dir, "bench"), "-sizes", "10", "-reps", "1", "-resyncd", filepath.Join(dir, "resyncd"),
+	cmd := exec.Command(filepath.Join(dir, "bench"), "-sizes", "10", "-reps", "1", "-resyncd", resyncd,
 		"-work", filepath.Join(dir, "work"), "-out", results, "-doc", doc,
 		"-tradeoff-n", "10", "-window", "8s", "-churn-window", "8s", "-intervals", "2s,1h", "-latency-span", "4s", "-latency-changes", "4", "-depth-n", "10",
 		"-ring-n", "200", "-fixed-n", "20", "-kro-n", "10", "-kro-chain-n", "10")

@@ -77,7 +77,9 @@ func TestRunAt(t *testing.T) {
 		allMax, n int
 		want      string
 	}{
-		{0, 5000, contenderNames(all)},
+		{0, 1000, contenderNames(all)},
+		{0, 5000, "raw-ssa-floor,resyncd,resyncd-baseline,resyncd-graph,resyncd-graph-baseline,resyncd-one-namespace,controller-runtime,controller-runtime-8"},
+		{0, 20000, "raw-ssa-floor,resyncd,resyncd-baseline,resyncd-graph,resyncd-graph-baseline,controller-runtime,controller-runtime-8"},
 		{1000, 1000, contenderNames(all)},
 		{1000, 5000, "raw-ssa-floor,resyncd,resyncd-baseline"},
 		{1000, 20000, "raw-ssa-floor,resyncd,resyncd-baseline"},
