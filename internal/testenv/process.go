@@ -4,28 +4,62 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
 )
 
-// BuildResyncd builds the resyncd binary, in its own module at the
-// repository's root as `make build` does, for a test that runs it as a
-// process, and returns its path.
+// BinaryEnv names a resyncd binary built already: make test builds
+// bin/resyncd once and hands it to every package's tests.
+const BinaryEnv = "RESYNCD_TEST_BINARY"
+
+// built is the binary BuildResyncd built for this test process.
+var built struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// BuildResyncd returns the resyncd binary for a test that runs it as a
+// process: $RESYNCD_TEST_BINARY if set, or else one built in its own
+// module at the repository's root as `make build` does, once a test
+// process, into .run/test/ of the checkout (a private name, then a
+// rename, so that test processes building at once never run a half
+// written file).
 func BuildResyncd(t testing.TB) string {
 	t.Helper()
-	root, err := RepoRoot()
-	if err != nil {
-		t.Fatal(err)
+	if p := os.Getenv(BinaryEnv); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("%s: %v", BinaryEnv, err)
+		}
+		return p
 	}
-	bin := filepath.Join(t.TempDir(), "resyncd")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/resyncd")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	built.once.Do(func() {
+		root, err := RepoRoot()
+		if err != nil {
+			built.err = err
+			return
+		}
+		dir := filepath.Join(root, ".run", "test")
+		if built.err = os.MkdirAll(dir, 0o755); built.err != nil {
+			return
+		}
+		tmp := filepath.Join(dir, fmt.Sprintf("resyncd.%d.tmp", os.Getpid()))
+		build := exec.Command("go", "build", "-o", tmp, "./cmd/resyncd")
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		built.path = filepath.Join(dir, "resyncd")
+		built.err = os.Rename(tmp, built.path)
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return bin
+	return built.path
 }
 
 // FreePort returns a loopback port nothing listens on now.
