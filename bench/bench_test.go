@@ -356,6 +356,10 @@ func checkKro(t *testing.T, kr *KroRun) {
 		if strings.HasPrefix(c.Contender, kroResyncdPrefix) && c.Passes != 1 {
 			t.Errorf("kro figure, %s cold (%s): %d passes that wrote, want 1", c.Contender, c.Graph, c.Passes)
 		}
+		// kro kept on the flat plane went idle before what came after it.
+		if c.BusyAfter < 0 {
+			t.Errorf("kro figure, %s cold (%s): its process still busy %s after it", c.Contender, c.Graph, kroSettleMax)
+		}
 	}
 	for _, want := range []string{kroName + "/chain", fast + "/chain", kroName + "/flat", kroTunedName + "/flat", fast + "/flat", slow + "/flat"} {
 		if colds[want] == nil {

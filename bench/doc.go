@@ -237,11 +237,13 @@ the raw LIST; ` + "`make bench-scale`" + ` runs those it names at every N):
    log), kro with the settings of its controller-tuning page (10 workers, client QPS
    200 and burst 300, which v0.9.4 does not apply: controller-runtime lifted the limit
    before kro sets it), and resyncd (` + "`resourceGraphDefinitions.enabled`" + `, the bench's
-   lifted write limits) at the trade-off's two intervals. resyncd's cold runs go first:
-   kro's process and its API server go on using CPU for a minute or two after its
-   metrics count every instance ACTIVE, which slowed the resyncd run after it by half
-   (63.8 s against 34.9 s at the other interval, in a run of 2026-12-07), while a
-   converged resyncd makes a pass an interval. The four flat planes then run
+   lifted write limits) at the trade-off's two intervals. kro's process (and its API
+   server) goes on using CPU for a minute or two after its metrics count every instance
+   ACTIVE: in a run of 2026-12-07 that slowed the resyncd run after it by half (63.8 s
+   against 34.9 s at the other interval), and in another it tripled kro's API server CPU
+   in the quiet window. So each cold run after a kro run, and the quiet window, waits
+   until kro's process is idle (under 1% of a core over 2 s, at most 4 minutes), and the
+   report gives how long it stayed busy. The four flat planes then run
    side by side over the trade-off's quiet window (the servers' CPU and traffic, the
    contender's CPU and RSS), under drift injected as in the trade-off (kro, tuned kro,
    resyncd at the shorter interval), and under the churn of 4N unrelated Deployments

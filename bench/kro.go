@@ -120,6 +120,58 @@ type KroCold struct {
 	// Short is what the API server lacked after each of resyncd's passes
 	// that did not leave everything in place.
 	Short []string `json:"short,omitempty"`
+	// BusyAfter is, for kro, how long its process went on using CPU after
+	// its metrics counted every instance ACTIVE, until it was idle (under
+	// kroIdleCPU over kroIdleSample); -1: still busy after kroSettleMax.
+	BusyAfter float64 `json:"busyAfterSeconds,omitempty"`
+}
+
+const (
+	// kroIdleSample and kroIdleCPU say when kro's process is idle: under
+	// 1% of a core over 2 s (converged, it uses 0.1%).
+	kroIdleSample = 2 * time.Second
+	kroIdleCPU    = 0.02
+	// kroSettleMax bounds the wait for kro to go idle.
+	kroSettleMax = 4 * time.Minute
+)
+
+// kroTail is a kro plane whose process may still be working after its
+// cold run: when it converged, and its cold sample.
+type kroTail struct {
+	p         *windowPlane
+	cold      *KroCold
+	converged time.Time
+}
+
+// settleKro waits until kro's process on each plane of tails is idle, up
+// to kroSettleMax, and records in each cold sample how long it was busy
+// after converging; the settled are taken off tails. It runs before
+// every measurement that shares the machine with those processes.
+func settleKro(ctx context.Context, tails *[]kroTail) error {
+	deadline := time.Now().Add(kroSettleMax)
+	for len(*tails) > 0 {
+		before := make([]float64, len(*tails))
+		for i, t := range *tails {
+			before[i], _ = cpuSeconds(t.p.pid())
+		}
+		if err := sleep(ctx, kroIdleSample); err != nil {
+			return err
+		}
+		var busy []kroTail
+		for i, t := range *tails {
+			after, err := cpuSeconds(t.p.pid())
+			switch {
+			case err != nil || after-before[i] < kroIdleCPU:
+				t.cold.BusyAfter = time.Since(t.converged).Round(time.Second).Seconds()
+			case time.Now().After(deadline):
+				t.cold.BusyAfter = -1
+			default:
+				busy = append(busy, t)
+			}
+		}
+		*tails = busy
+	}
+	return nil
 }
 
 // kroBinary is bin/kro and its CRDs, built by make kro.
@@ -196,8 +248,12 @@ func (b *bench) measureKro(ctx context.Context, kr *KroRun, n int, flatToo bool)
 	if flatToo {
 		runs = append(runs, run{fast, kroFlat, true}, run{slow, kroFlat, true}, run{kroName, kroFlat, true}, run{kroTunedName, kroFlat, true})
 	}
+	// kro planes still working after their cold run: each next cold run
+	// and the quiet window wait for them to go idle.
+	var tails []kroTail
+	settle := func(ctx context.Context) error { return settleKro(ctx, &tails) }
 	for _, c := range runs {
-		p, cold, err := b.kroCold(ctx, kr, bin, crds, c.name, c.g, n)
+		p, cold, err := b.kroCold(ctx, kr, bin, crds, c.name, c.g, n, settle)
 		if p != nil {
 			planes = append(planes, p)
 		}
@@ -209,6 +265,8 @@ func (b *bench) measureKro(ctx context.Context, kr *KroRun, n int, flatToo bool)
 		}
 		if !c.keep {
 			p.stop()
+		} else if p.interval == 0 {
+			tails = append(tails, kroTail{p, cold, time.Now()})
 		}
 	}
 	if !flatToo {
@@ -221,8 +279,11 @@ func (b *bench) measureKro(ctx context.Context, kr *KroRun, n int, flatToo bool)
 		}
 	}
 	o := b.tradeOffOpts
+	if err := settle(ctx); err != nil {
+		return err
+	}
 	progress("N=%d kro: a quiet window of %s on %d control planes", n, o.window, len(flat))
-	// A moment for kro's last status writes and resyncd's pass in flight.
+	// A moment for resyncd's pass in flight.
 	if err := sleep(ctx, 5*time.Second); err != nil {
 		return err
 	}
@@ -298,7 +359,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // instances and starts the contender again, measured from its exec until
 // it has converged them; the API server's objects are checked after. The
 // plane is returned with the contender running.
-func (b *bench) kroCold(ctx context.Context, kr *KroRun, bin, crds, name string, g kroGraph, n int) (*windowPlane, *KroCold, error) {
+func (b *bench) kroCold(ctx context.Context, kr *KroRun, bin, crds, name string, g kroGraph, n int, settle func(context.Context) error) (*windowPlane, *KroCold, error) {
 	dir := "kro-" + name + "-" + g.name
 	progress("N=%d kro: %s, %s graph: a control plane", n, name, g.name)
 	env, cl, kubeconfig, err := startPlane(b.work, dir, crds)
@@ -338,6 +399,10 @@ func (b *bench) kroCold(ctx context.Context, kr *KroRun, bin, crds, name string,
 	}
 	if err := cl.loadInstances(ctx, g, n); err != nil {
 		return p, nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	// The plane is ready; kro on the planes before may still be working.
+	if err := settle(ctx); err != nil {
+		return p, nil, err
 	}
 	progress("N=%d kro: %s, %s graph: cold", n, name, g.name)
 	cold := &KroCold{Sample: Sample{Contender: name, N: n, Rep: 1, Phase: "cold"}, Graph: g.name}

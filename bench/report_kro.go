@@ -189,6 +189,16 @@ func (sum *summary) kro() string {
 			p("| %s | %s | %.1f | %s | %.0f | %.0f | %.0f | %.0f | %.2f |\n", name, c.Graph, c.Seconds, passes, float64(c.PeakRSS)/(1<<20),
 				float64(c.PeakHeap)/(1<<20), c.Traffic.Requests, c.Traffic.Writes(), c.Traffic.Bytes/(1<<20))
 		}
+		for _, c := range at.Cold {
+			switch {
+			case c.BusyAfter > 0:
+				p("\n%s: its process went on using CPU for %.0f s after the cold run ended (every instance ACTIVE and in place);\n"+
+					"the next cold run and the quiet window waited until it was idle.\n", labels[c.Contender], c.BusyAfter)
+			case c.BusyAfter < 0:
+				p("\n%s: its process was still using CPU %s after the cold run ended; the figures after it ran beside that.\n",
+					labels[c.Contender], kroSettleMax)
+			}
+		}
 		if len(at.Quiet) > 0 {
 			p("\nThe quiet window: the flat planes side by side over the same %.0f seconds with everything in sync; CPU is user and\n", at.Quiet[0].Seconds)
 			p("system time (/proc/PID/stat), scaled to an hour; requests and bytes those of the WebApp kind, its children's\n")
