@@ -42,6 +42,7 @@ const clusterDrillInterval = 3 * time.Second
 // 20s); with a longer one (10m is 200 intervals) the same drill checks
 // that nothing grows over hours of a cluster down.
 func TestManyClusters(t *testing.T) {
+	t.Parallel()
 	freezeFor := 20 * time.Second
 	if v := os.Getenv("RESYNCD_DRILL_FREEZE"); v != "" {
 		var err error
@@ -52,7 +53,7 @@ func TestManyClusters(t *testing.T) {
 	bin := testenv.BuildResyncd(t)
 	east, west := startPlane(t), startPlane(t)
 	const ns, parents = "fleet", 200
-	planes := map[string]*testenv.Env{"home": env(t), "east": east, "west": west}
+	planes := map[string]*testenv.Env{"home": bulkEnv(t), "east": east, "west": west}
 	cs := map[string]kubernetes.Interface{}
 	for name, e := range planes {
 		d := newDrillOn(t, e, ns, func(*config.Config) {})
@@ -70,7 +71,7 @@ func TestManyClusters(t *testing.T) {
 		}
 		return path
 	}
-	homeKC := write("home.kubeconfig", env(t).Kubeconfig())
+	homeKC := write("home.kubeconfig", bulkEnv(t).Kubeconfig())
 	write("east.kubeconfig", east.Kubeconfig())
 	// west: a ServiceAccount's token, to be rotated.
 	oldToken := fixture.ServiceAccountToken(t, cs["west"], "default", "resyncd-a", "cluster-admin", "drill")

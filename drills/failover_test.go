@@ -97,6 +97,12 @@ func auditedEvents(t *testing.T, namespace string) []write {
 	return auditedEventsIn(t, auditLog, func(ns string) bool { return ns == namespace })
 }
 
+// bulkAuditedEvents is auditedEvents on the bulk control plane.
+func bulkAuditedEvents(t *testing.T, namespace string) []write {
+	t.Helper()
+	return auditedEventsIn(t, bulkAuditLog, func(ns string) bool { return ns == namespace })
+}
+
 // auditedEventsIn returns the successful writes of the audit log at path
 // in the namespaces keep keeps, in the order it recorded their answers.
 func auditedEventsIn(t *testing.T, path string, keep func(namespace string) bool) []write {
@@ -154,6 +160,7 @@ func auditedWrites(t *testing.T, namespace string, resources ...string) map[stri
 // the API server's audit log shows that the two never wrote at the same
 // time.
 func TestLeaderFailover(t *testing.T) {
+	t.Parallel()
 	bin := testenv.BuildResyncd(t)
 	d := newDrill(t, "failover")
 	for i := range 4 {
@@ -188,8 +195,10 @@ resources:
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a, b := leaderAndStandby(t, bin, cfg, dir, "resyncd-a", "resyncd-b")
-	time.Sleep(3 * time.Second)
+	a, b := leaderAndStandby(t, env(t), bin, cfg, dir, "resyncd-a", "resyncd-b")
+	// The leader repairs the other writer's changes: the server holds its
+	// writes before it is killed.
+	wroteAudited(t, "failover", "resyncd-a", 20*time.Second)
 
 	killed := time.Now()
 	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -197,7 +206,7 @@ resources:
 	}
 	<-a.done
 	led := b.await(t, `"msg":"Leading"`, 2*leaseDuration+5*time.Second)
-	time.Sleep(3 * time.Second)
+	wroteAudited(t, "failover", "resyncd-b", 20*time.Second)
 	stopRogue()
 	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -231,6 +240,18 @@ resources:
 		led.Sub(killed).Round(time.Millisecond), firstB.Sub(killed).Round(time.Millisecond), len(aw), len(bw))
 }
 
+// wroteAudited waits until the audit log holds a write by user in
+// namespace, polling it (a read of the whole log) twice a second.
+func wroteAudited(t *testing.T, namespace, user string, timeout time.Duration) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		return len(auditedWrites(t, namespace)[user]) > 0, nil
+	})
+	if err != nil {
+		t.Fatalf("no write by %s in %s in the audit log within %s: %v", user, namespace, timeout, err)
+	}
+}
+
 func maxTime(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b
@@ -249,11 +270,11 @@ func minTime(a, b time.Time) time.Time {
 // until it leads, then as user standby, and waits until that follows; each
 // user's kubeconfig is written in dir, so that the audit log tells their
 // requests apart.
-func leaderAndStandby(t *testing.T, bin, cfg, dir, leader, standby string) (*process, *process) {
+func leaderAndStandby(t *testing.T, cp *testenv.Env, bin, cfg, dir, leader, standby string) (*process, *process) {
 	t.Helper()
 	var procs []*process
 	for _, user := range []string{leader, standby} {
-		kc, err := env(t).AddUserKubeconfig(user, "system:masters")
+		kc, err := cp.AddUserKubeconfig(user, "system:masters")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,13 +9,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/resyncd/resyncd/internal/fixture"
 )
 
 // TestFightWithAnotherWriter: another process sets a managed Deployment's
-// replicas every second. resyncd writes it at most once per pass, the fight
+// replicas every 300 ms. resyncd writes it at most once per pass, the fight
 // shows in resyncd_drift_total pass after pass and in one Event, and
 // nothing loops.
 func TestFightWithAnotherWriter(t *testing.T) {
+	t.Parallel()
 	d := newDrill(t, "fight")
 	d.createParent("web", map[string]any{"image": "nginx:1.27", "port": int64(8080), "replicas": int64(2)})
 	d.pass()
@@ -25,7 +28,7 @@ func TestFightWithAnotherWriter(t *testing.T) {
 	go func() {
 		force := true
 		patch := []byte(`{"apiVersion":"apps/v1","kind":"Deployment","spec":{"replicas":5}}`)
-		_ = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		_ = wait.PollUntilContextCancel(ctx, 300*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 			_, _ = d.cs.AppsV1().Deployments("fight").Patch(ctx, "web", types.ApplyPatchType, patch,
 				metav1.PatchOptions{FieldManager: "rogue-autoscaler", Force: &force})
 			return false, nil
@@ -56,7 +59,11 @@ func TestFightWithAnotherWriter(t *testing.T) {
 	const passes = 5
 	var counts []float64
 	for range passes {
-		time.Sleep(1500 * time.Millisecond) // the other writer strikes in between
+		// The other writer strikes in between: the server holds its 5.
+		fixture.Eventually(t, "the other writer's replicas", 10*time.Second, func() bool {
+			dep, err := d.cs.AppsV1().Deployments("fight").Get(t.Context(), "web", metav1.GetOptions{})
+			return err == nil && dep.Spec.Replicas != nil && *dep.Spec.Replicas == 5
+		})
 		rep := d.pass()
 		if rep.Updated > 1 {
 			t.Errorf("a pass made %d updates; at most 1 (one object drifted)", rep.Updated)

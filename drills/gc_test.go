@@ -15,6 +15,7 @@ import (
 // and in the foreground; resyncd's passes meanwhile neither re-create them
 // nor fail, and the other parents' children are not touched.
 func TestGarbageCollection(t *testing.T) {
+	t.Parallel()
 	d := newDrill(t, "gc")
 	for i := range 3 {
 		d.createParent(fmt.Sprintf("web-%d", i), map[string]any{"image": "nginx:1.27", "port": int64(8080), "replicas": int64(2)})
@@ -83,6 +84,7 @@ func uidOf(o interface{ GetUID() types.UID }) types.UID {
 // resyncd.io/prune: disabled as well) and the Service lose resyncd's
 // labels and field ownership, and the Deployment keeps running.
 func TestOrphanDeletion(t *testing.T) {
+	t.Parallel()
 	d := newDrill(t, "orphan")
 	d.createParent("web", map[string]any{"image": "nginx:1.27", "port": int64(8080), "replicas": int64(2)})
 	d.until("Ready", 500*time.Millisecond, 60*time.Second, func() bool {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,15 +29,23 @@ import (
 	"github.com/resyncd/resyncd/internal/testenv"
 )
 
-// shared is the drills' cluster, started by the first drill that needs it.
-var shared testenv.Shared
+// shared is the drills' living cluster (controllers, a scheduler, kwok's
+// nodes), started by the first drill that needs it; bulk is a control
+// plane alone for the drills that load hundreds of parents and need no
+// rollout, so that their Deployments do not queue up behind the living
+// cluster's controllers while the drills beside them wait for rollouts.
+var shared, bulk testenv.Shared
 
-// env is the drills' cluster; the drill fails if it cannot start.
+// env is the drills' living cluster; the drill fails if it cannot start.
 func env(t testing.TB) *testenv.Env { t.Helper(); return shared.Env(t) }
 
-// auditLog is the API server's record of every child and status write, by
-// user, for the drills that must prove from the server's side who wrote.
-var auditLog string
+// bulkEnv is the control plane of the drills of many parents.
+func bulkEnv(t testing.TB) *testenv.Env { t.Helper(); return bulk.Env(t) }
+
+// auditLog and bulkAuditLog are the API servers' records of every child
+// and status write, by user, for the drills that must prove from the
+// server's side who wrote.
+var auditLog, bulkAuditLog string
 
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -63,11 +72,25 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	auditLog = filepath.Join(dir, "audit.log")
-	testenv.MainWith(m, &shared, testenv.Options{
-		Cluster: true, Nodes: 3,
-		APIServerArgs: map[string]string{"audit-policy-file": policy, "audit-log-path": auditLog},
-		AfterStop:     func() { _ = os.RemoveAll(dir) },
+	auditLog, bulkAuditLog = filepath.Join(dir, "audit.log"), filepath.Join(dir, "bulk-audit.log")
+	// The audit logs' directory goes with the second plane to stop.
+	var planes atomic.Int32
+	planes.Store(2)
+	stopped := func() {
+		if planes.Add(-1) == 0 {
+			_ = os.RemoveAll(dir)
+		}
+	}
+	testenv.MainShared(m, map[*testenv.Shared]testenv.Options{
+		&shared: {
+			Cluster: true, Nodes: 3,
+			APIServerArgs: map[string]string{"audit-policy-file": policy, "audit-log-path": auditLog},
+			AfterStop:     stopped,
+		},
+		&bulk: {
+			APIServerArgs: map[string]string{"audit-policy-file": policy, "audit-log-path": bulkAuditLog},
+			AfterStop:     stopped,
+		},
 	})
 }
 
@@ -95,6 +118,12 @@ func newDrill(t *testing.T, ns string) *drill {
 func newDrillWith(t *testing.T, ns string, edit func(*config.Config)) *drill {
 	t.Helper()
 	return newDrillOn(t, env(t), ns, edit)
+}
+
+// newBulkDrill is newDrillWith on the bulk control plane.
+func newBulkDrill(t *testing.T, ns string, edit func(*config.Config)) *drill {
+	t.Helper()
+	return newDrillOn(t, bulkEnv(t), ns, edit)
 }
 
 // newDrillOn is newDrillWith on another control plane than the shared one.

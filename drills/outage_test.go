@@ -36,6 +36,7 @@ func outageShown(readyz string) bool {
 // next drill's Deployment did not become Available within a minute (the
 // controllers' recovery is not resyncd's to test here).
 func TestAPIServerOutage(t *testing.T) {
+	t.Parallel()
 	bin := testenv.BuildResyncd(t)
 	own, err := testenv.Start(testenv.Options{})
 	if err != nil {

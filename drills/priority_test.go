@@ -24,6 +24,7 @@ import (
 // writes none of the lower priority's. (Status writes are left out of the
 // order: a parent's status changes again as its Deployment rolls out.)
 func TestResourcePriorityOrder(t *testing.T) {
+	t.Parallel()
 	bin := testenv.BuildResyncd(t)
 	const high, low, parents = "prio-high", "prio-low", 30
 	for _, ns := range []string{low, high} {

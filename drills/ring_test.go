@@ -42,6 +42,7 @@ const (
 // API server's sharded LIST, once with the gate off, where each replica
 // filters what it LISTs itself.
 func TestRingDrill(t *testing.T) {
+	t.Parallel()
 	bin := testenv.BuildResyncd(t)
 	for _, gate := range []bool{true, false} {
 		t.Run(fmt.Sprintf("shardedList=%t", gate), func(t *testing.T) { ringDrill(t, bin, gate) })

@@ -25,6 +25,7 @@ func kstatus(t *testing.T, u *unstructured.Unstructured) status.Status {
 // its Deployment rolls out, then Ready=True and Current, and
 // `kubectl wait --for=condition=Ready` returns; a new image goes round again.
 func TestRolloutAndReadiness(t *testing.T) {
+	t.Parallel()
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
 		t.Fatalf("kubectl, a prerequisite (README), is not on PATH: %v", err)

@@ -15,7 +15,8 @@ import (
 // converges; every invalid one is Stalled with one Event; nothing crashes;
 // an invalid one costs at most one failed write per pass.
 func TestInvalidInputAtScale(t *testing.T) {
-	d := newDrillWith(t, "scale", func(c *config.Config) {
+	t.Parallel()
+	d := newBulkDrill(t, "scale", func(c *config.Config) {
 		c.Apply.QPS, c.Apply.Burst, c.Apply.MaxWritesPerPass = 1000, 1000, 10000
 	})
 	const total = 1000

@@ -46,25 +46,29 @@ func halfWritten(writes []write, user string) []string {
 // the process exits 0 within 10 s, and the next pass repairs everything
 // with no error.
 func TestStopSignalDuringALargeBatch(t *testing.T) {
+	t.Parallel()
 	bin := testenv.BuildResyncd(t)
 	for _, sig := range []struct {
 		name string
 		sig  syscall.Signal
 	}{{"SIGTERM", syscall.SIGTERM}, {"SIGHUP", syscall.SIGHUP}} {
-		t.Run(sig.name, func(t *testing.T) { stopDuringALargeBatch(t, bin, strings.ToLower(sig.name), sig.sig) })
+		t.Run(sig.name, func(t *testing.T) {
+			t.Parallel()
+			stopDuringALargeBatch(t, bin, strings.ToLower(sig.name), sig.sig)
+		})
 	}
 }
 
 // stopDuringALargeBatch sends sig to resyncd while it writes the children
 // of 500 new parents in namespace ns.
 func stopDuringALargeBatch(t *testing.T, bin, ns string, sig syscall.Signal) {
-	d := newDrillWith(t, ns, func(c *config.Config) { c.Apply.QPS, c.Apply.Burst = 1000, 1000 })
+	d := newBulkDrill(t, ns, func(c *config.Config) { c.Apply.QPS, c.Apply.Burst = 1000, 1000 })
 	for i := range 500 {
 		d.createParent(fmt.Sprintf("app-%03d", i), map[string]any{"image": "nginx:1.27", "port": int64(8080)})
 	}
 	dir := t.TempDir()
 	kc := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kc, env(t).Kubeconfig(), 0o600); err != nil {
+	if err := os.WriteFile(kc, bulkEnv(t).Kubeconfig(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "config.yaml")
@@ -139,7 +143,7 @@ wait:
 	}
 	t.Logf("%s after the first write; %d child writes made, exit after %s", sig, applied, took.Round(time.Millisecond))
 	// Only resyncd has written in the namespace so far.
-	writes := auditedEvents(t, ns)
+	writes := bulkAuditedEvents(t, ns)
 	if len(writes) == 0 {
 		t.Fatal("no write in the audit log")
 	}
@@ -164,9 +168,10 @@ wait:
 // standby wrote only after the leader's last write was answered, and that
 // the standby went on from there; the leader exits 0.
 func TestSIGTERMToTheLeaderDuringALargeBatch(t *testing.T) {
+	t.Parallel()
 	const ns, parents = "handover", 200
 	bin := testenv.BuildResyncd(t)
-	d := newDrill(t, ns)
+	d := newBulkDrill(t, ns, func(*config.Config) {})
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.yaml")
 	// 40 writes a second, batches of 240 writes (80 parents): a batch
@@ -182,7 +187,7 @@ resources:
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	leader, standby := leaderAndStandby(t, bin, cfg, dir, "resyncd-leader", "resyncd-standby")
+	leader, standby := leaderAndStandby(t, bulkEnv(t), bin, cfg, dir, "resyncd-leader", "resyncd-standby")
 
 	// The parents come once both run, and the leader's first pass has found
 	// none: the pass SIGUSR1 starts now writes them all.
@@ -208,7 +213,7 @@ resources:
 	}
 	<-standby.done
 
-	writes := auditedEvents(t, ns)
+	writes := bulkAuditedEvents(t, ns)
 	var lw, sw []write
 	for _, w := range writes {
 		switch w.User {

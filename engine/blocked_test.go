@@ -11,6 +11,7 @@ import (
 // apiVersion) anywhere in its content; not by one in another namespace or
 // group, nor by nothing.
 func TestBlockedBy(t *testing.T) {
+	t.Parallel()
 	dep := childKey{Group: "apps", Kind: "Deployment", Namespace: "x", Name: "payments"}
 	hpa := func(ns, apiVersion string) *unstructured.Unstructured {
 		ref := map[string]any{"kind": "Deployment", "name": "payments"}
@@ -52,6 +53,7 @@ func TestBlockedBy(t *testing.T) {
 // is not written says why that one is not: someone else's, refused for
 // its namespace or for being cluster-scoped, or held back itself.
 func TestRefersToBlocked(t *testing.T) {
+	t.Parallel()
 	hpa := childKey{Group: "autoscaling", Kind: "HorizontalPodAutoscaler", Namespace: "x", Name: "web"}
 	dep := childKey{Group: "apps", Kind: "Deployment", Namespace: "y", Name: "web"}
 	for _, tc := range []struct {

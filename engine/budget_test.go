@@ -14,6 +14,7 @@ import (
 // mixed priority get the highest-priority children first, the rest is
 // shown as deferred, and the following passes finish it.
 func TestBudgetAndPriority(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig("budget")
 	cfg.Apply.MaxWritesPerPass = 10
 	cfg.Apply.Concurrency = 1 // the order of the writes is the order of the plan
@@ -78,6 +79,7 @@ func TestBudgetAndPriority(t *testing.T) {
 // though the configuration lists it second; the other's writes wait for
 // the next pass. The default 8 workers take jobs in priority order.
 func TestResourcePriority(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig("prio-low")
 	cfg.Resources = append(cfg.Resources, cfg.Resources[0])
 	cfg.Resources[1].Namespaces, cfg.Resources[1].Priority = []string{"prio-high"}, 10

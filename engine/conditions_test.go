@@ -70,6 +70,7 @@ func reasons(st fullStatus) map[string]string {
 }
 
 func TestStatusConditions(t *testing.T) {
+	t.Parallel()
 	spec := map[string]any{"image": "nginx", "port": int64(8080), "replicas": int64(2)}
 	available := map[string]any{"observedGeneration": int64(7), "replicas": int64(2), "updatedReplicas": int64(2),
 		"readyReplicas": int64(2), "availableReplicas": int64(2)}
@@ -137,6 +138,7 @@ func TestStatusConditions(t *testing.T) {
 // TestStatusStable: a second pass that changes nothing yields the same
 // status, transition times and lastAppliedTime included, so no write.
 func TestStatusStable(t *testing.T) {
+	t.Parallel()
 	spec := map[string]any{"image": "nginx", "port": int64(8080), "service": map[string]any{"port": int64(80)}}
 	obs := Observation{Observation: desired.Observation{Now: t0, Applied: true, Children: []desired.Child{deploymentChild(1, nil)}}}
 	first, err := composed(statusParent(spec, nil), obs)
@@ -180,6 +182,7 @@ func TestStatusStable(t *testing.T) {
 // TestStatusNamesHeldChild: a held child shows in the Ready message, in
 // sync or not, with the annotation that holds it.
 func TestStatusNamesHeldChild(t *testing.T) {
+	t.Parallel()
 	spec := map[string]any{"image": "nginx", "port": int64(8080)}
 	available := map[string]any{"observedGeneration": int64(7), "replicas": int64(1), "updatedReplicas": int64(1),
 		"readyReplicas": int64(1), "availableReplicas": int64(1)}

@@ -19,6 +19,7 @@ import (
 // is released, not deleted; one whose marker is removed by hand is
 // released too.
 func TestCreatedOutsideMarker(t *testing.T) {
+	t.Parallel()
 	ns, other := "created-tenant", "created-shared"
 	h := outsideHarness(t, ns, func(r *config.Resource) { r.ChildNamespaces = []string{other} })
 	h.namespace(ns)

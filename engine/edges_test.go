@@ -26,6 +26,7 @@ import (
 // Service may have, converges with valid labels; one of 64 is Stalled as
 // InvalidSpec and nothing is written for it.
 func TestLongParentNames(t *testing.T) {
+	t.Parallel()
 	ns := "long-names"
 	h := newHarness(t, testConfig(ns))
 	h.namespace(ns)
@@ -67,6 +68,7 @@ var _ events.EventRecorder = (*countingEvents)(nil)
 // Each pass makes one refused write for the parent, the parent is
 // Stalled, and one Event is recorded in all, not one a pass.
 func TestNamespaceBeingDeleted(t *testing.T) {
+	t.Parallel()
 	ns := "terminating"
 	h := newHarness(t, testConfig(ns))
 	h.namespace(ns)
@@ -109,6 +111,7 @@ func TestNamespaceBeingDeleted(t *testing.T) {
 // the pass LISTs ends the pass without counting it failed: one "Pass
 // stopped" line, no "Pass failed".
 func TestStopDuringList(t *testing.T) {
+	t.Parallel()
 	ns := "stopped"
 	h := newHarness(t, testConfig(ns))
 	h.namespace(ns)

@@ -17,6 +17,7 @@ import (
 // One pass creates exactly their children and statuses; the next pass
 // makes no write and only the LIST requests of the pages.
 func TestSyncCreatesThenSteady(t *testing.T) {
+	t.Parallel()
 	nss := []string{"steady-a", "steady-b", "steady-c"}
 	h := newHarness(t, testConfig(nss...))
 	parents := map[string]*unstructured.Unstructured{}
@@ -118,6 +119,7 @@ func TestSyncCreatesThenSteady(t *testing.T) {
 // TestPassNow: with an hour's interval, PassNow starts the next pass at
 // once, and that pass repairs what changed since the first.
 func TestPassNow(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig("passnow")
 	cfg.Resources[0].Interval = time.Hour
 	h := newHarness(t, cfg)

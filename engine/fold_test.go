@@ -17,6 +17,7 @@ import (
 // taken, withheld — in its report and in the status it writes, what the
 // store holds after it, and what the pass after it writes.
 func TestFold(t *testing.T) {
+	t.Parallel()
 	web := map[string]any{"image": "nginx", "port": int64(8080)}
 	createD, createS, status := "create-only apply Deployment/shop/web", "create-only apply Service/shop/web", "status apply HttpService/shop/web"
 	converge := func(p *memPass) {

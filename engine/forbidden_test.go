@@ -112,6 +112,7 @@ func refusedRepair(t *testing.T, ns, user string) *harness {
 // Event, not another writer: no DriftRecurring. With the status write
 // refused too, the Forbidden Event is still recorded, once.
 func TestRefusedWriteIsNoFight(t *testing.T) {
+	t.Parallel()
 	ns := "refused"
 	const user = "resyncd-limited"
 	h := refusedRepair(t, ns, user)
@@ -162,6 +163,7 @@ func TestRefusedWriteIsNoFight(t *testing.T) {
 // Stalled, no Event. Once the server is ready and answered the pass
 // before, the same 403 is a refusal: Stalled/Forbidden.
 func TestForbiddenWhileServerWarmsUp(t *testing.T) {
+	t.Parallel()
 	ns := "warming"
 	h := refusedRepair(t, ns, "resyncd-warming")
 

@@ -56,6 +56,7 @@ func names(items []unstructured.Unstructured) []string {
 // second writes nothing; drift is repaired in one pass; switching
 // includeWhen off prunes the Service.
 func TestGraphWebApp(t *testing.T) {
+	t.Parallel()
 	ns := "graph-webapp"
 	h := graphHarness(t, ns, "../docs/examples/webapp.yaml")
 	h.createWebApp(ns, "shop", map[string]any{"image": "nginx:1.27", "replicas": int64(2), "expose": true,
@@ -145,6 +146,7 @@ func TestGraphWebApp(t *testing.T) {
 // evaluate is Stalled with CostExceeded and gets no child; the others of
 // the same graph converge in the same pass.
 func TestGraphCostBudget(t *testing.T) {
+	t.Parallel()
 	ns := "graph-cost"
 	h := graphHarness(t, ns, "../testdata/graphs/costbomb.yaml")
 	tags := make([]any, 1000)
@@ -177,6 +179,7 @@ func TestGraphCostBudget(t *testing.T) {
 // wait for none of each other, converges in one pass, and the next pass
 // writes nothing.
 func TestGraphHTTPService(t *testing.T) {
+	t.Parallel()
 	ns := "graph-hsvc"
 	disc := discovery.NewDiscoveryClientForConfigOrDie(env(t).Config)
 	path := "../testdata/graphs/httpservice.yaml"
@@ -217,6 +220,7 @@ func TestGraphHTTPService(t *testing.T) {
 // the pass succeeds, nothing counts as failed or transient, and the other
 // parents converge.
 func TestGraphInvalidNames(t *testing.T) {
+	t.Parallel()
 	ns := "graph-names"
 	h := graphHarness(t, ns, "../testdata/graphs/named-by-spec.yaml")
 	long := strings.Repeat("l", 70)
@@ -246,6 +250,7 @@ func TestGraphInvalidNames(t *testing.T) {
 // finds it gone, though nothing else of the status changes; the pass after
 // writes nothing.
 func TestGraphStatusFieldRemoved(t *testing.T) {
+	t.Parallel()
 	ns := "graph-status-gone"
 	h := graphHarness(t, ns, "../testdata/graphs/annotated-url.yaml")
 	h.createWebApp(ns, "shop", map[string]any{"image": "nginx"})
@@ -277,6 +282,7 @@ func TestGraphStatusFieldRemoved(t *testing.T) {
 // division by zero) stalls the parent with EvaluationFailed, rather than
 // being dropped unseen.
 func TestGraphStatusEvaluationFails(t *testing.T) {
+	t.Parallel()
 	ns := "graph-status-fails"
 	h := graphHarness(t, ns, "../testdata/graphs/divides.yaml")
 	h.createWebApp(ns, "shop", map[string]any{"image": "nginx", "config": []any{map[string]any{"name": "first", "value": "a"}}})

@@ -105,6 +105,7 @@ func (f *freezer) thaw() {
 // pass is one log line, and passes go on starting; once it answers again,
 // the next pass succeeds.
 func TestHungServer(t *testing.T) {
+	t.Parallel()
 	ns := "hung"
 	h := newHarness(t, testConfig(ns))
 	h.namespace(ns)

@@ -13,6 +13,7 @@ import (
 // the API server's answer decodes them; a packed job is still a parent's,
 // not the orphans'.
 func TestJobPack(t *testing.T) {
+	t.Parallel()
 	object := func() map[string]any {
 		return map[string]any{
 			"apiVersion": "resyncd.io/v1alpha1", "kind": "HttpService",
@@ -79,6 +80,7 @@ func TestJobPack(t *testing.T) {
 // nothing of that parent's, neither its children nor its status, and
 // counts its writes blocked; the other parents' jobs run.
 func TestJobUnreadable(t *testing.T) {
+	t.Parallel()
 	p := newMemPass(t, testConfig("shop"))
 	p.parent("shop", "web", map[string]any{"image": "nginx:1.27", "port": int64(8080)})
 	p.parent("shop", "api", map[string]any{"image": "nginx:1.27", "port": int64(8080)})

@@ -15,6 +15,7 @@ import (
 // with Ready mirroring the first condition that is not True and the
 // transition times kept while a status holds.
 func TestComposeKro(t *testing.T) {
+	t.Parallel()
 	p := func(status map[string]any) *unstructured.Unstructured {
 		u := statusParent(map[string]any{}, status)
 		u.SetAPIVersion("kro.run/v1alpha1")
@@ -105,6 +106,7 @@ func TestComposeKro(t *testing.T) {
 // TestManageOps: the patch puts on only what the instance lacks, against
 // the resourceVersion read; none when it has it all.
 func TestManageOps(t *testing.T) {
+	t.Parallel()
 	labels := map[string]string{"kro.run/owned": "true", "kro.run/resource-graph-definition-name": "greeting"}
 	u := statusParent(map[string]any{}, nil)
 	u.SetResourceVersion("7")

@@ -60,6 +60,7 @@ func portsOf(items []any, portField string) []string {
 // ports with a merge patch, so that resyncd's apply would make two ports
 // named http. One pass takes the list back.
 func TestServicePortsReplacedByHand(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, testConfig("svcports"))
 	h.namespace("svcports")
 	h.createParent("svcports", "web", map[string]any{"image": "nginx:1.27", "port": int64(80)})
@@ -78,6 +79,7 @@ func TestServicePortsReplacedByHand(t *testing.T) {
 // Deployment's containers, and with them the container's ports, with a
 // merge patch; resyncd's apply would make two container ports named http.
 func TestContainerPortsReplacedByHand(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, testConfig("ctrports"))
 	h.namespace("ctrports")
 	h.createParent("ctrports", "web", map[string]any{"image": "nginx:1.27", "port": int64(8080)})
@@ -100,6 +102,7 @@ func TestContainerPortsReplacedByHand(t *testing.T) {
 // one read from a field; resyncd's apply would give it both value and
 // valueFrom.
 func TestEnvReplacedByHand(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, testConfig("envbyname"))
 	h.namespace("envbyname")
 	h.createParent("envbyname", "web", map[string]any{"image": "nginx:1.27", "port": int64(8080),
@@ -122,6 +125,7 @@ func TestEnvReplacedByHand(t *testing.T) {
 // resyncd's keeps the ports and the field ownership another client gave
 // it; the parent is Stalled, NameTaken, as it is for any such object.
 func TestListNotTakenFromOthers(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, testConfig("notmine"))
 	h.namespace("notmine")
 	h.foreignService("notmine", "web", nil)
@@ -143,6 +147,7 @@ func TestListNotTakenFromOthers(t *testing.T) {
 // TestInvalidLists: the lists a 422 answer names, as paths into
 // managedFields; a cause outside any list, or another error, names none.
 func TestInvalidLists(t *testing.T) {
+	t.Parallel()
 	gk := schema.GroupKind{Kind: "Service"}
 	invalid := func(fields ...string) error {
 		var errs field.ErrorList
@@ -170,6 +175,7 @@ func TestInvalidLists(t *testing.T) {
 // resyncd.io/adopt whose port of the same name differs is taken over in
 // the pass that adopts it, though resyncd has applied nothing to it yet.
 func TestAdoptedServicePortsTakenBack(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, testConfig("adoptports"))
 	h.namespace("adoptports")
 	h.foreignService("adoptports", "web", map[string]string{"resyncd.io/adopt": "HttpService.resyncd.io/web", "team": "payments"})

@@ -14,6 +14,7 @@ import (
 // suffice; cluster-wide only for a glob, for a resource watching every
 // namespace, and for a cluster-scoped kind.
 func TestChildNamespaces(t *testing.T) {
+	t.Parallel()
 	anywhere := desired.ChildType{Anywhere: true}
 	for _, tc := range []struct {
 		name       string

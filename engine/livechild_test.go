@@ -12,6 +12,7 @@ import (
 // and gives them back as an object with its identity; paths it lacks are
 // left out, and "" keeps the whole object without its managedFields.
 func TestKeeper(t *testing.T) {
+	t.Parallel()
 	live := map[string]any{
 		"apiVersion": "apps/v1", "kind": "Deployment",
 		"metadata": map[string]any{"name": "web", "namespace": "shop", "generation": int64(3),

@@ -10,6 +10,7 @@ import (
 )
 
 func TestBackoff(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		interval time.Duration
 		failures int
@@ -34,6 +35,7 @@ func TestBackoff(t *testing.T) {
 // is cut into intervals with a probe after each; the next pass starts
 // when the probe answers. The order of calls, not their timing, is checked.
 func TestEveryProbes(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		answer int // the probe call that first succeeds; 0: none

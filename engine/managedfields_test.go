@@ -20,6 +20,7 @@ import (
 // applied equals what it applied, for every child kind, and a change by
 // another manager shows.
 func TestOwnedMatchesApplied(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	cs := kubernetes.NewForConfigOrDie(env(t).Config)
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "owned"}}, metav1.CreateOptions{}); err != nil {
@@ -88,6 +89,7 @@ func TestOwnedMatchesApplied(t *testing.T) {
 // computed afresh; either way the result is kept for the next pass, and
 // only it.
 func TestReduceChildMemo(t *testing.T) {
+	t.Parallel()
 	o := newOwner("resyncd")
 	svc := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Service",

@@ -586,6 +586,7 @@ func parentsWritten(calls []string) []string {
 // the API server writes, so that what the engine reads of its own fields
 // (owner.owned) comes out the same from either.
 func TestMemWriterMatchesServer(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, testConfig("memfields"))
 	h.namespace("memfields")
 	spec := map[string]any{"image": "nginx", "port": int64(8080), "replicas": int64(2),

@@ -11,6 +11,7 @@ import (
 
 // TestMetrics: the registry lints clean and counts what the test did.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, testConfig("metrics"))
 	h.namespace("metrics")
 	for _, name := range []string{"a", "b", "c"} {
@@ -75,6 +76,7 @@ resyncd_cluster_up{cluster="local"} 1
 // TestForgetCluster: every series of the cluster forgotten goes, those of
 // the others stay.
 func TestForgetCluster(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	for _, c := range []string{"east", "west"} {

@@ -20,6 +20,7 @@ import (
 // second writes nothing; with the Service, then the Deployment, deleted
 // by hand, one pass makes it again and rewrites what reads it.
 func TestChainConvergesInOnePass(t *testing.T) {
+	t.Parallel()
 	ns := "one-pass-chain"
 	h := graphHarness(t, ns, "../testdata/graphs/chain.yaml")
 	h.createWebApp(ns, "shop", map[string]any{"image": "nginx:1.27", "replicas": int64(2)})
@@ -99,6 +100,7 @@ func assertChain(t *testing.T, h *harness, ns, name string) *unstructured.Unstru
 // against the budget as the others do, and what is left is deferred to
 // the next pass, which finishes the chain.
 func TestChainWithinLimits(t *testing.T) {
+	t.Parallel()
 	ns := "one-pass-budget"
 	h := graphHarness(t, ns, "../testdata/graphs/chain.yaml")
 	h.engine.sched = newScheduler(1, 2, h.engine.runJob)
@@ -121,6 +123,7 @@ func TestChainWithinLimits(t *testing.T) {
 // returned it is Stalled with the render's error, its earlier children
 // kept; the other parent converges in the same pass.
 func TestChainRenderFails(t *testing.T) {
+	t.Parallel()
 	ns := "one-pass-fails"
 	h := graphHarness(t, ns, "../testdata/graphs/chain-fails.yaml")
 	h.createWebApp(ns, "bad", map[string]any{"image": "nginx:1.27", "replicas": int64(3)})

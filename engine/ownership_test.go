@@ -68,6 +68,7 @@ func managedGauge(h *harness, kind, state string) float64 {
 // read the Service once and write nothing. Once the Service is deleted,
 // the next pass creates resyncd's.
 func TestNameTakenService(t *testing.T) {
+	t.Parallel()
 	ns := "adopt"
 	h := newHarness(t, testConfig(ns))
 	h.namespace(ns)
@@ -148,6 +149,7 @@ func TestNameTakenService(t *testing.T) {
 // the parent is deleted, the Service is released, not deleted: whoever
 // could annotate it gained no right to delete it.
 func TestAdoptAnnotation(t *testing.T) {
+	t.Parallel()
 	ns := "adopt-annotated"
 	h := newHarness(t, testConfig(ns))
 	h.namespace(ns)
@@ -212,6 +214,7 @@ func inTeamA(p *unstructured.Unstructured) *unstructured.Unstructured {
 }
 
 func TestClaimBy(t *testing.T) {
+	t.Parallel()
 	hsvc := schema.GroupKind{Group: "resyncd.io", Kind: "HttpService"}
 	webapp := schema.GroupKind{Group: "example.resyncd.io", Kind: "WebApp"}
 	parent := func(name, uid string) *unstructured.Unstructured {
@@ -266,6 +269,7 @@ func TestClaimBy(t *testing.T) {
 // and one without, are never written; each parent is Stalled naming the
 // controller; their Services are created.
 func TestForeignController(t *testing.T) {
+	t.Parallel()
 	ns := "foreign-controller"
 	h := newHarness(t, testConfig(ns))
 	h.namespace(ns)
@@ -319,6 +323,7 @@ func TestForeignController(t *testing.T) {
 // its children) is deleted and made again for the new parent, not taken
 // for someone else's.
 func TestPredecessorIsReplaced(t *testing.T) {
+	t.Parallel()
 	ns := "predecessor"
 	h := newHarness(t, testConfig(ns))
 	h.namespace(ns)
@@ -352,6 +357,7 @@ func TestPredecessorIsReplaced(t *testing.T) {
 // child deleted or created, within the write budget; the pass after writes
 // nothing.
 func TestUpgradeRelabels(t *testing.T) {
+	t.Parallel()
 	ns := "upgrade"
 	cfg := testConfig(ns)
 	cfg.Apply.MaxWritesPerPass = 3 // two children and the status
@@ -390,6 +396,7 @@ func TestUpgradeRelabels(t *testing.T) {
 // whether the LIST sees the Deployment (labelled) or the create finds it
 // (bare); the parent is Stalled naming both; its Service is created.
 func TestTakenDeploymentGetsNoAutoscaler(t *testing.T) {
+	t.Parallel()
 	ns := "taken-scaled"
 	h := newHarness(t, testConfig(ns))
 	h.namespace(ns)

@@ -13,6 +13,7 @@ import (
 // managedFields resyncd's applies leave — once something changed: nothing
 // when nothing did, and only what the change needs otherwise.
 func TestPlanAfterAPass(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		change func(t *testing.T, w *memWriter)

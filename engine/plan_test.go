@@ -139,6 +139,7 @@ func describe(jobs []*job) []string {
 // children are created, updated, pruned, released, held or left alone as
 // someone else's, and in which order the jobs run.
 func TestPlan(t *testing.T) {
+	t.Parallel()
 	spec := func(priority int64) map[string]any {
 		return map[string]any{"image": "nginx:1", "port": int64(8080), "replicas": int64(1), "priority": priority}
 	}

@@ -14,6 +14,7 @@ import (
 // rendered each child when that is known of all, else in the reverse of
 // their kinds' order; then by name.
 func TestPruneOrder(t *testing.T) {
+	t.Parallel()
 	cms, secrets := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	rs := &resourceState{kindOrder: map[schema.GroupVersionResource]int{cms: 0, secrets: 1}}
 	prune := func(gvr schema.GroupVersionResource, kind, name string, position int32) *op {
@@ -52,6 +53,7 @@ func TestPruneOrder(t *testing.T) {
 // reverse of the graph's apply order — the ConfigMap that names the
 // Secret, the Secret, the ConfigMap it reads — not by kind.
 func TestPruneOrderOnServer(t *testing.T) {
+	t.Parallel()
 	ns := "prune-order"
 	h := graphHarness(t, ns, "../testdata/graphs/prune-order.yaml")
 	h.createWebApp(ns, "shop", map[string]any{"image": "nginx"})

@@ -40,6 +40,7 @@ func containerImage(t *testing.T, dep *unstructured.Unstructured) string {
 // replicas, a Service is deleted, and an unrelated label is added to a third
 // object; the next pass makes exactly two child writes and leaves the label.
 func TestDriftRepair(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, testConfig("repair"))
 	h.namespace("repair")
 	for i := range 3 {
@@ -92,6 +93,7 @@ func TestDriftRepair(t *testing.T) {
 // creates the HorizontalPodAutoscaler and cedes replicas, switched off
 // prunes it and takes replicas back; observedGeneration follows.
 func TestSpecChanges(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, testConfig("changes"))
 	h.namespace("changes")
 	h.createParent("changes", "web", map[string]any{"image": "nginx:1.27", "port": int64(8080), "replicas": int64(3),
@@ -169,6 +171,7 @@ func TestSpecChanges(t *testing.T) {
 // pass; a child re-created under the same name with another UID survives a
 // stale plan.
 func TestPruneParentGone(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, testConfig("prune"))
 	h.namespace("prune")
 	h.createParent("prune", "gone", map[string]any{"image": "nginx", "port": int64(80)})
@@ -239,6 +242,7 @@ func TestPruneParentGone(t *testing.T) {
 // do is not rendered again while it and its children keep their versions;
 // any change to either brings it back into the plan.
 func TestIdleParentsRemembered(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, testConfig("idle"))
 	h.namespace("idle")
 	h.createParent("idle", "web", map[string]any{"image": "nginx", "port": int64(80), "replicas": int64(2)})

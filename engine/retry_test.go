@@ -35,6 +35,7 @@ func (f *flakyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // TestTransientErrorsRetried: writes that meet 503s are retried within the
 // pass and succeed; nothing is reported failed or stalled.
 func TestTransientErrorsRetried(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, testConfig("flaky"))
 	h.namespace("flaky")
 	h.createParent("flaky", "web", map[string]any{"image": "nginx", "port": int64(80)})
@@ -52,6 +53,7 @@ func TestTransientErrorsRetried(t *testing.T) {
 }
 
 func TestIsTransient(t *testing.T) {
+	t.Parallel()
 	gr := schema.GroupResource{Group: "apps", Resource: "deployments"}
 	tests := []struct {
 		err  error
@@ -83,6 +85,7 @@ func TestIsTransient(t *testing.T) {
 // message after one try a pass; nothing counts as transient, and the
 // other parent converges.
 func TestTooLargeIsPermanent(t *testing.T) {
+	t.Parallel()
 	ns := "too-large"
 	h := newHarness(t, testConfig(ns))
 	h.namespace(ns)
@@ -132,6 +135,7 @@ func (b *beforeTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // the pass's LIST and its repair is made again by the repair; an orphan
 // deleted before resyncd's delete counts as deleted. Nothing fails.
 func TestChildDeletedBeforeWrite(t *testing.T) {
+	t.Parallel()
 	ns := "deleted-between"
 	h := newHarness(t, testConfig(ns))
 	h.namespace(ns)
@@ -177,6 +181,7 @@ func TestChildDeletedBeforeWrite(t *testing.T) {
 // the UID precondition fails with a conflict, which is not retried (one
 // DELETE) and is counted as superseded, not as a deletion or a failure.
 func TestDeleteOfRecreatedObject(t *testing.T) {
+	t.Parallel()
 	ns := "recreated-between"
 	h := newHarness(t, testConfig(ns))
 	h.namespace(ns)

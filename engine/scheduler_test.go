@@ -38,6 +38,7 @@ func invalid(name string) error {
 // the highest-priority parent's first; the rest are counted Deferred and
 // made by the next passes, and the pass after those writes nothing.
 func TestScheduleBudget(t *testing.T) {
+	t.Parallel()
 	// The samples of shop.yaml: checkout (priority 100) has a Deployment,
 	// a Service and a status to write; catalog-api the same; storefront
 	// also a HorizontalPodAutoscaler: 10 writes.
@@ -105,6 +106,7 @@ func concat(parts ...[]string) []string {
 // other, and counts the child writes of the jobs it dropped as Deferred;
 // the next pass makes them.
 func TestScheduleBatches(t *testing.T) {
+	t.Parallel()
 	parents := []string{"p1", "p2", "p3", "p4", "p5", "p6"} // 3 writes each: Deployment, Service, status
 	tests := []struct {
 		name      string
@@ -169,6 +171,7 @@ func TestScheduleBatches(t *testing.T) {
 // (create, update, status), then the age of the oldest drift, then the
 // order they were listed in.
 func TestScheduleOrder(t *testing.T) {
+	t.Parallel()
 	spec := func(priority int64) map[string]any {
 		return map[string]any{"image": "nginx", "port": int64(8080), "priority": priority}
 	}

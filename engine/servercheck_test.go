@@ -12,6 +12,7 @@ import (
 // TestServerDriftCheck: driftCheck server dry-runs every child each pass,
 // writes nothing when in sync, and repairs what another manager changed.
 func TestServerDriftCheck(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig("servercheck")
 	cfg.DriftCheck = config.DriftCheckServer
 	h := newHarness(t, cfg)

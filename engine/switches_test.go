@@ -38,6 +38,7 @@ func (h *harness) mergePatch(gvr schema.GroupVersionResource, ns, name string, p
 // neither repaired nor pruned; its drift is counted and the parent's Ready
 // condition names it. Without the annotation the next pass repairs it.
 func TestHeldChild(t *testing.T) {
+	t.Parallel()
 	ns := "held"
 	h := newHarness(t, testConfig(ns))
 	h.namespace(ns)
@@ -92,6 +93,7 @@ func TestHeldChild(t *testing.T) {
 // TestReconcileDisabledParent: resyncd.io/reconcile: disabled on a parent
 // withholds its writes as spec.paused does, and the status says why.
 func TestReconcileDisabledParent(t *testing.T) {
+	t.Parallel()
 	ns := "disabled-parent"
 	h := newHarness(t, testConfig(ns))
 	h.namespace(ns)
@@ -123,6 +125,7 @@ func TestReconcileDisabledParent(t *testing.T) {
 // ownerReference (orphaned, or adopted) is released without the
 // annotation too: resyncd deletes only what carries its ownerReference.
 func TestPruneDisabledReleases(t *testing.T) {
+	t.Parallel()
 	ns := "released"
 	h := newHarness(t, testConfig(ns))
 	h.namespace(ns)
@@ -184,6 +187,7 @@ func TestPruneDisabledReleases(t *testing.T) {
 // the parent is idle again in the next pass: nothing deferred, nothing
 // rendered.
 func TestPruneOff(t *testing.T) {
+	t.Parallel()
 	ns := "prune-off"
 	cfg := testConfig(ns)
 	cfg.Resources[0].Prune = false

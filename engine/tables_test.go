@@ -10,6 +10,7 @@ import (
 // add new ones, each table answers as a map swept the same way would, and
 // holds after each sweep only what its pass stamped, in key order.
 func TestTables(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	key := func() memoKey { return memoKey{uint64(r.IntN(300)), uint64(r.IntN(3))} }
 	// 400 reads and writes a pass of 900 keys: some entries live for many

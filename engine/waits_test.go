@@ -14,6 +14,7 @@ import (
 // waits for another child (deleted by hand, made again in that pass): the
 // same object, not pruned and made again.
 func TestWaitingChildIsKept(t *testing.T) {
+	t.Parallel()
 	ns, other := "waits-tenant", "waits-shared"
 	h := placedHarness(t, ns, "../testdata/graphs/waits-outside.yaml", func(r *config.Resource) { r.ChildNamespaces = []string{other} })
 	h.namespace(ns)
@@ -43,6 +44,7 @@ func TestWaitingChildIsKept(t *testing.T) {
 // TestWaits: a waiting child keeps from pruning only the children it may
 // be: of its group and kind, of its name and namespace where known.
 func TestWaits(t *testing.T) {
+	t.Parallel()
 	web := childKey{Group: "apps", Kind: "Deployment", Namespace: "team-a", Name: "web"}
 	for _, tc := range []struct {
 		name string

@@ -17,6 +17,7 @@ import (
 )
 
 func TestValidateExitCodes(t *testing.T) {
+	t.Parallel()
 	out, code := resyncd(t, "validate", "--config", "../../testdata/config/good.yaml")
 	if code != 0 || !strings.Contains(out, "valid, 2 watched resources") {
 		t.Errorf("valid config: exit %d, output %q", code, out)
@@ -32,6 +33,7 @@ func TestValidateExitCodes(t *testing.T) {
 }
 
 func TestDiffAndOnce(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	cs := kubernetes.NewForConfigOrDie(env(t).Config)
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cli"}}, metav1.CreateOptions{}); err != nil {
@@ -82,6 +84,7 @@ func TestDiffAndOnce(t *testing.T) {
 }
 
 func TestUnservedResource(t *testing.T) {
+	t.Parallel()
 	flags := files(t, "nowhere")
 	cfgPath := flags[3]
 	body, err := os.ReadFile(cfgPath)
@@ -101,6 +104,7 @@ func TestUnservedResource(t *testing.T) {
 // TestOnceWritesItsEvents: when once returns, the Events of its pass are
 // on the API server, not still queued in the broadcaster.
 func TestOnceWritesItsEvents(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	cs := kubernetes.NewForConfigOrDie(env(t).Config)
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "once-events"}}, metav1.CreateOptions{}); err != nil {
@@ -123,6 +127,7 @@ func TestOnceWritesItsEvents(t *testing.T) {
 // does not exist stops at once with one error naming it, not a stream of
 // client-go retries.
 func TestMissingLeaseNamespace(t *testing.T) {
+	t.Parallel()
 	flags := files(t, "default")
 	body, err := os.ReadFile(flags[3])
 	if err != nil {
@@ -143,6 +148,7 @@ func TestMissingLeaseNamespace(t *testing.T) {
 // refuses connections fails alone, named in the error and the exit code,
 // while the other's pass writes its children.
 func TestOnceManyClusters(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	cs := kubernetes.NewForConfigOrDie(env(t).Config)
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cli-clusters"}}, metav1.CreateOptions{}); err != nil {

@@ -52,6 +52,7 @@ var corpusPlacement = map[string]string{
 // child is created, the parent's status written, and the next pass
 // writes nothing.
 func TestCorpusConverges(t *testing.T) {
+	t.Parallel()
 	dyn := dynamic.NewForConfigOrDie(env(t).Config)
 	ns := "corpus"
 	for _, n := range []string{ns, "corpus-apps"} {

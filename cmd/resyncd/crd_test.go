@@ -25,6 +25,7 @@ var crdsGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version
 // schema defaults on a parent written without it; the status subresource
 // takes resyncd's conditions, and an immutable field stays as it was.
 func TestCRDAccepted(t *testing.T) {
+	t.Parallel()
 	dyn := dynamic.NewForConfigOrDie(env(t).Config)
 	ns := "crd-accepted"
 	tests := []struct {
@@ -130,6 +131,7 @@ func decode(t *testing.T, text string) *unstructured.Unstructured {
 
 // TestCRDErrors: crd exits 1 naming the file, the line and the field.
 func TestCRDErrors(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "bad.yaml")
 	if err := os.WriteFile(path, []byte(`apiVersion: kro.run/v1alpha1
 kind: ResourceGraphDefinition

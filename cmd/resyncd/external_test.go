@@ -12,6 +12,7 @@ import (
 // a cluster-scoped kind is refused, and a kind the server does not serve
 // is named; offline none of it can be told.
 func TestValidateExternalRef(t *testing.T) {
+	t.Parallel()
 	fixture.InstallWebApps(t, env(t).Config)
 	graph := func(ref, value string) string {
 		return `apiVersion: resyncd.io/v1alpha1

@@ -48,6 +48,7 @@ func readFile(t *testing.T, path string) string {
 // and an expression whose estimated cost is over the limit, each with the
 // graph file's line and the expression.
 func TestValidateGraphs(t *testing.T) {
+	t.Parallel()
 	fixture.InstallWebApps(t, env(t).Config)
 	webapp := readFile(t, "../../docs/examples/webapp.yaml")
 
@@ -113,6 +114,7 @@ func TestValidateGraphs(t *testing.T) {
 // TestRender prints a parent's children offline, the ones that wait for
 // a live child named in a comment.
 func TestRender(t *testing.T) {
+	t.Parallel()
 	cfg, _ := graphFiles(t, readFile(t, "../../docs/examples/webapp.yaml"), "")
 	parent := filepath.Join(t.TempDir(), "parent.yaml")
 	if err := os.WriteFile(parent, []byte(`apiVersion: example.resyncd.io/v1alpha1
@@ -216,6 +218,7 @@ func installWebAppsAs(t *testing.T, group string) (string, string) {
 // API server serves it but has not published its schema yet; a start then
 // waits for the schema rather than failing.
 func TestValidateWaitsForSchema(t *testing.T) {
+	t.Parallel()
 	cfg, kc := installWebAppsAs(t, "late.resyncd.io")
 	paths, err := discovery.NewDiscoveryClientForConfigOrDie(env(t).Config).OpenAPIV3().Paths()
 	if _, published := paths["apis/late.resyncd.io/v1alpha1"]; err == nil && published {
@@ -229,6 +232,7 @@ func TestValidateWaitsForSchema(t *testing.T) {
 // TestValidateParentKindTooLong: a kind whose name and group do not fit
 // the resyncd.io/parent-kind label is refused at start, with the key.
 func TestValidateParentKindTooLong(t *testing.T) {
+	t.Parallel()
 	group := "a-group-long-enough-that-no-label-value-can-hold-it.example.resyncd.io"
 	cfg, kc := installWebAppsAs(t, group)
 	out, code := resyncd(t, "validate", "--config", cfg, "--kubeconfig", kc)
@@ -244,6 +248,7 @@ func TestValidateParentKindTooLong(t *testing.T) {
 // but refused with its problems, and the flags that do not go together
 // say so.
 func TestRenderDraws(t *testing.T) {
+	t.Parallel()
 	out, code := resyncd(t, "render", "--graph", "../../docs/examples/webapp.yaml", "--format", "mermaid", "--config", "/nonexistent.yaml")
 	if code != 0 || !strings.HasPrefix(out, "flowchart LR\n") || !strings.Contains(out, " --> ") {
 		t.Errorf("mermaid: exit %d:\n%s", code, out)

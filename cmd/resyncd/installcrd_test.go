@@ -72,6 +72,7 @@ resources:
 // the CRD left as it was and the resource down while the others pass; a
 // compatible change (a new optional field) is applied.
 func TestInstallCRD(t *testing.T) {
+	t.Parallel()
 	dyn := dynamic.NewForConfigOrDie(env(t).Config)
 	crds := dyn.Resource(crdsGVR)
 	const name = "bakeries.bakery.example.com"
@@ -141,6 +142,7 @@ func TestInstallCRD(t *testing.T) {
 // refused offline, typed by the CRD spec.schema makes, as it is against
 // the API server that serves that CRD.
 func TestValidateOfflineTyped(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	const group = "typed.bakery.example.com"
 	flags := bakeryFiles(t, dir, group, bakerySpec, "${schema.spec.loaves}")

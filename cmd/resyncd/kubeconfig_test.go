@@ -46,6 +46,7 @@ func execKubeconfig(t *testing.T, dir, token string) (kubeconfig, marker string)
 // while resyncd runs makes the cluster down. With allowCredentialPlugins
 // the command runs.
 func TestKubeconfigExecRefused(t *testing.T) {
+	t.Parallel()
 	const ns = "exec-plugin"
 	cs := createNamespaceWithParent(t, ns)
 	token := fixture.ServiceAccountToken(t, cs, ns, "plugin", "cluster-admin", "exec")

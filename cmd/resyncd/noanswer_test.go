@@ -23,6 +23,7 @@ func kubeconfigFor(t *testing.T, url string) []string {
 // once and diff give up after --request-timeout with exit code 2 and a
 // message naming the server.
 func TestNoAnswer(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		select {
@@ -44,6 +45,7 @@ func TestNoAnswer(t *testing.T) {
 // TestNotAnAPIServer: a server that answers 404 to everything is said to
 // be no Kubernetes API server, not an API server without the CRD.
 func TestNotAnAPIServer(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewTLSServer(http.NotFoundHandler())
 	defer srv.Close()
 	out, code := resyncd(t, append([]string{"once"}, kubeconfigFor(t, srv.URL)...)...)

@@ -12,6 +12,7 @@ import (
 // otherwise is refused with the key and both places, and a graph without
 // spec.schema renders a parent defaulted by the team's crd file.
 func TestParentKindOffline(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, text string) string {
 		t.Helper()

@@ -41,6 +41,7 @@ func placementFiles(t *testing.T, body, extra string) (string, string) {
 // against the API server (whose discovery gives the scope), and the
 // daemon does not start with it.
 func TestValidatePlacements(t *testing.T) {
+	t.Parallel()
 	fixture.InstallWebApps(t, env(t).Config)
 	outside := readFile(t, "../../testdata/graphs/outside.yaml")
 
@@ -103,6 +104,7 @@ func TestValidatePlacements(t *testing.T) {
 // namespace, no ownerReference — and, where the configuration does not
 // allow its place, names it as not written instead.
 func TestRenderOutside(t *testing.T) {
+	t.Parallel()
 	parent := filepath.Join(t.TempDir(), "parent.yaml")
 	if err := os.WriteFile(parent, []byte(`apiVersion: example.resyncd.io/v1alpha1
 kind: WebApp
@@ -134,6 +136,7 @@ spec: {image: nginx, tags: [shared-a]}
 // read: the parent's namespace only, or externalNamespaces too; one
 // whose namespace is written out is not listed, and neither is an error.
 func TestValidateChosenReads(t *testing.T) {
+	t.Parallel()
 	graph := `apiVersion: resyncd.io/v1alpha1
 kind: Graph
 metadata: {name: reads}
@@ -163,6 +166,7 @@ spec:
 // TestValidatePlacementsEvery: validate lists the placement errors of
 // every graph, not only the first's, offline and against the API server.
 func TestValidatePlacementsEvery(t *testing.T) {
+	t.Parallel()
 	fixture.InstallWebApps(t, env(t).Config)
 	literal := strings.Replace(readFile(t, "../../testdata/graphs/outside.yaml"), "namespace: ${schema.spec.tags[0]}", "namespace: platform", 1)
 	cfg, kc := placementFiles(t, literal, `, namespaces: [team-a]}
@@ -187,6 +191,7 @@ func TestValidatePlacementsEvery(t *testing.T) {
 // cluster-scoped (offline, a custom kind is taken as namespaced), and
 // refused without clusterScopedChildren.
 func TestValidatePlacementsDiscovery(t *testing.T) {
+	t.Parallel()
 	fixture.InstallWebApps(t, env(t).Config)
 	dyn := dynamic.NewForConfigOrDie(env(t).Config)
 	establish(t, dyn, decode(t, `apiVersion: apiextensions.k8s.io/v1

@@ -71,6 +71,7 @@ func metricsMention(d *fixture.Daemon, cluster string) bool {
 // another has; each is named in /statusz and logged once. once syncs the
 // clusters of the Secrets too, and fails for those refused.
 func TestClusterSecrets(t *testing.T) {
+	t.Parallel()
 	const ns, secrets = "secret-clusters", "cluster-secrets"
 	cs := createNamespaceWithParent(t, ns)
 	ctx := t.Context()

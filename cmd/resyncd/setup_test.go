@@ -37,6 +37,7 @@ func createNamespaceWithParent(t *testing.T, ns string) kubernetes.Interface {
 // would write every child twice: the second is refused, naming both, and
 // writes nothing; the first is synced.
 func TestSameAPIServerRefused(t *testing.T) {
+	t.Parallel()
 	kc, err := clientcmd.Load(env(t).Kubeconfig())
 	if err != nil {
 		t.Fatal(err)

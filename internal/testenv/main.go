@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -75,14 +76,31 @@ func Main(m *testing.M, s *Shared) {
 // MainWith is Main with a control plane started with opts, for example a
 // whole Cluster.
 func MainWith(m *testing.M, s *Shared, opts Options) {
-	s.opts = opts
+	MainShared(m, map[*Shared]Options{s: opts})
+}
+
+// MainShared is Main with several shared control planes, each started with
+// its options by the first test that needs it: tests side by side that
+// must not slow each other (a living cluster's controllers behind a bulk
+// load) each take their own.
+func MainShared(m *testing.M, planes map[*Shared]Options) {
+	for s, opts := range planes {
+		s.opts = opts
+	}
+	stop := func() error {
+		var errs []error
+		for s := range planes {
+			errs = append(errs, s.stop())
+		}
+		return errors.Join(errs...)
+	}
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
 		got := <-sig
 		fmt.Fprintf(os.Stderr, "testenv: %v: stopping the control plane\n", got)
-		if err := s.stop(); err != nil {
+		if err := stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "testenv: stop: %v\n", err)
 		}
 		os.Exit(130)
@@ -90,7 +108,7 @@ func MainWith(m *testing.M, s *Shared, opts Options) {
 
 	code := m.Run()
 	signal.Stop(sig)
-	if err := s.stop(); err != nil {
+	if err := stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: stop: %v\n", err)
 		if code == 0 {
 			code = 1

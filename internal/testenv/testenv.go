@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -156,12 +157,18 @@ func (e *Env) Kubeconfig() []byte {
 // AddUserKubeconfig returns a kubeconfig that authenticates as name in
 // groups, for tests of what RBAC lets an identity do.
 func (e *Env) AddUserKubeconfig(name string, groups ...string) ([]byte, error) {
+	// Tests side by side add users at once; envtest does not say its
+	// authenticator may be called so.
+	addUserMu.Lock()
+	defer addUserMu.Unlock()
 	u, err := e.env.AddUser(envtest.User{Name: name, Groups: groups}, rest.CopyConfig(e.Config))
 	if err != nil {
 		return nil, fmt.Errorf("add user %s: %w", name, err)
 	}
 	return u.KubeConfig()
 }
+
+var addUserMu sync.Mutex
 
 // RepoRoot returns the repository root: the nearest directory at or above
 // the working directory that holds deploy/crds.
