@@ -50,7 +50,7 @@ func BuildResyncd(t testing.TB) string {
 		build := exec.Command("go", "build", "-o", tmp, "./cmd/resyncd")
 		build.Dir = root
 		if out, err := build.CombinedOutput(); err != nil {
-			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+			built.err = fmt.Errorf("go build: %w\n%s", err, out)
 			return
 		}
 		built.path = filepath.Join(dir, "resyncd")
