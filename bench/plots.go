@@ -271,7 +271,7 @@ func (sum *summary) rssSeries() *seriesSet {
 			f := kroFigsOf(kr, at)
 			for _, c := range []string{kroName, kroTunedName, f.fast} {
 				if v := f.rss[c]; v > 0 {
-					ss.get("rgd/"+c, c, kroPlotLabel(kr, c)+" (WebApp RGD)").add(float64(at.N), v/float64(at.N)/1024)
+					ss.get("rgd/"+c, c, tradeOffLabel(c, kr.Intervals[c])+" (WebApp RGD)").add(float64(at.N), v/float64(at.N)/1024)
 				}
 			}
 		}
@@ -299,19 +299,11 @@ func (sum *summary) bytesSeries() *seriesSet {
 	if kr := sum.res.Kro; kr != nil {
 		for _, at := range kr.At {
 			for _, w := range at.Quiet {
-				perParent("rgd/"+w.Contender, w.Contender, kroPlotLabel(kr, w.Contender)+" (WebApp RGD)", w.WindowSample, at.N)
+				perParent("rgd/"+w.Contender, w.Contender, tradeOffLabel(w.Contender, kr.Intervals[w.Contender])+" (WebApp RGD)", w.WindowSample, at.N)
 			}
 		}
 	}
 	return &ss
-}
-
-// kroPlotLabel names a contender of the kro figure.
-func kroPlotLabel(kr *KroRun, c string) string {
-	if iv := kr.Intervals[c]; iv > 0 {
-		return "resyncd, interval " + shortDuration(secondsDuration(iv))
-	}
-	return labels[c]
 }
 
 // latencySeries: drift latency's p50 and p99 against resyncd's interval,
