@@ -107,9 +107,14 @@ bench: bins build kro-controller ## resyncd's fixed part with 10 parents; at N =
 	bin/bench -sizes 1000 -cold-reps-up-to 0 -reps 3 -untargeted-rounds 1 -skip resyncd-one-namespace,resyncd-server,resyncd-2-clusters -tradeoff-n 1000 -fixed-n 10 -kro-n 1000 -kro-chain-n 1000 -kro-chain-kro=false -out $(BENCH_RESULTS) -doc docs/benchmarks.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
 
 .PHONY: bench-scale
-bench-scale: bins build kro-controller ## resyncd, the raw-SSA floor, the raw LIST and controller-runtime at N = 1,000, 5,000 and 20,000 (cold once at 20,000), with their targets at 5,000: the cost per parent and its slope; resyncd with N parents in one namespace up to 5,000; one resyncd run against three sharing the work at N = 5,000 and 20,000, against the fixed part; kro against resyncd at 5,000, and kro's time for the four-deep chain at 1,000; at 1,000 the driftCheck server, two clusters, and the passes to converge a graph four deep against one deep: docs/benchmarks-scale.md and its plots, bench/results/
+bench-scale: bins build ## resyncd, the raw-SSA floor, the raw LIST and controller-runtime at N = 1,000, 5,000 and 20,000 (cold once at 20,000), with their targets at 5,000: the cost per parent and its slope; resyncd with N parents in one namespace up to 5,000; one resyncd run against three sharing the work at N = 5,000 and 20,000, against the fixed part; at 1,000 the driftCheck server, two clusters, and the passes to converge a graph four deep against one deep: docs/benchmarks-scale.md and its plots, bench/results/
 	cd bench && go build -o ../bin/bench .
-	bin/bench -sizes 1000,5000,20000 -reps 3 -only resyncd,resyncd-one-namespace,resyncd-server,resyncd-2-clusters,raw-ssa-floor,controller-runtime,resyncd-ring-3,graph-depth,kro -ring-n 5000,20000 -depth-n 1000 -fixed-n 10 -kro-n 5000 -kro-chain-n 1000 -out bench/results/$(shell date -u +%Y-%m-%d)-scale.json -doc docs/benchmarks-scale.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
+	bin/bench -sizes 1000,5000,20000 -reps 3 -only resyncd,resyncd-one-namespace,resyncd-server,resyncd-2-clusters,raw-ssa-floor,controller-runtime,resyncd-ring-3,graph-depth -ring-n 5000,20000 -depth-n 1000 -fixed-n 10 -out bench/results/$(shell date -u +%Y-%m-%d)-scale.json -doc docs/benchmarks-scale.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
+
+.PHONY: bench-kro
+bench-kro: bins build kro-controller ## kro v0.9.4's controller against resyncd serving the same RGD at N = 5,000 (cold, with kro's chart's defaults and its tuning page's settings; quiet; drift; churn), and the four-deep chain at 1,000 by both (about 50 minutes on 2 cores): docs/benchmarks-kro.md and its plots, bench/results/
+	cd bench && go build -o ../bin/bench .
+	bin/bench -sizes 5000 -only kro -kro-n 5000 -kro-chain-n 1000 -out bench/results/$(shell date -u +%Y-%m-%d)-kro.json -doc docs/benchmarks-kro.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
 
 .PHONY: bench-quick
 bench-quick: bins build kro-controller ## The bench at N = 200, one resyncd run against three sharing the work among them, kro against resyncd (about 8 minutes), for development: .run/bench/quick.md; BENCH_FLAGS="-profile DIR" adds pprof profiles

@@ -877,7 +877,7 @@ func TestKroReport(t *testing.T) {
 	// target only, kro's time left to make bench-scale.
 	only := &KroAt{N: 1000, Cold: []*KroCold{cold(fast, "chain", 20, 60*mb, 2)}}
 	ts := kroFigsOf(kr, only).targets()
-	if len(ts) != 1 || ts[0].Met || ts[0].Got != "2 (20.0 s; kro's: not run here (make bench-scale runs it))" {
+	if len(ts) != 1 || ts[0].Met || ts[0].Got != "2 (20.0 s; kro's: not run here (make bench-kro runs it))" {
 		t.Errorf("chain alone, in two passes: targets %+v, want the chain's, not met", ts)
 	}
 	// A cold run that failed is no figure: its target is not met.

@@ -103,7 +103,7 @@ func (f kroFigs) targets() []target {
 		ts = f.flatTargets()
 	}
 	if c := f.cold[f.fast+"/"+kroChain.name]; c != nil {
-		theirs := "kro's: not run here (make bench-scale runs it)"
+		theirs := "kro's: not run here (make bench-kro runs it)"
 		if f.cold[kroName+"/"+kroChain.name] != nil {
 			theirs = "kro " + seconds(f.coldSeconds(kroName, kroChain.name)) + " s"
 		}
