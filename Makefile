@@ -20,6 +20,10 @@ IMAGE ?= ghcr.io/resyncd/resyncd
 MODULES := bench deploy
 RUN_DIR := $(CURDIR)/.run
 
+# OR_REAP ends a command that runs control planes: if it fails, make reap
+# stops what it left running, and the failure's status is kept.
+OR_REAP = || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
+
 .PHONY: help
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -39,7 +43,7 @@ kro: ## Build (first time: about 8 minutes) or link kro's controller and its CRD
 .PHONY: conformance
 conformance: bins build kro ## kro's own e2e scenarios (chainsaw, at the kro version tools/kro pins) against resyncd serving RGDs on a local control plane, then the way over from kro (kro's controller makes an instance's children, resyncd takes them over), then every RGD of testdata/kro and kro's examples/ reconciled by kro and by resyncd, compared (about 6 minutes once built): docs/conformance.md, docs/differential.md
 	go build -o bin/devcluster ./cmd/devcluster
-	tools/conformance.sh || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
+	tools/conformance.sh $(OR_REAP)
 	RESYNCD_DIFFERENTIAL_REPORT=$(CURDIR)/docs/differential.md go test -count=1 -timeout 30m -run 'TestMigrationFromKro$$|TestDifferentialKro$$' -v ./daemon 2>&1 | grep -E '^(---|ok|FAIL|PASS)|_test.go:|^ +'; test $${PIPESTATUS[0]} -eq 0
 
 # kro's controller alone, which make test's bench harness and migration test
@@ -77,7 +81,7 @@ test-tools:
 
 .PHONY: test-drills
 test-drills: bins ## The drills on a living local cluster, then the config, renderer, graph and ring-Lease fuzzers for 30 s each (make test runs the drills too)
-	go test $(GO_TEST_FLAGS) ./drills || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
+	go test $(GO_TEST_FLAGS) ./drills $(OR_REAP)
 	go test -run '^$$' -fuzz FuzzLoad -fuzztime 30s ./config
 	go test -run '^$$' -fuzz FuzzRender -fuzztime 30s ./desired
 	go test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./desired/graph
@@ -99,27 +103,29 @@ helm-lint: bins ## helm lint --strict of the chart with the Helm SDK, and its va
 	cd deploy && go test -count=1 -run 'TestChartLint|TestChartRejectsBadValues' .
 
 BENCH_FLAGS ?=
+
+# The bench's command, which make bench, bench-scale, bench-kro and
+# bench-quick run.
+.PHONY: bench-tool
+bench-tool:
+	cd bench && go build -o ../bin/bench .
 BENCH_RESULTS := bench/results/$(shell date -u +%Y-%m-%d).json
 
 .PHONY: bench
-bench: bins build kro-controller ## resyncd's fixed part with 10 parents; at N = 1,000: resyncd against controller-runtime (1 and 8 workers), the raw-SSA floor and a raw LIST, among unrelated objects, over time, under churn and in drift latency (at each interval), and kro v0.9.4's controller against resyncd serving the same RGD (cold, quiet, drift, churn) (about 30 minutes on 2 cores): docs/benchmarks.md and its plots, bench/results/; BENCH_FLAGS="-baseline OLD" adds resyncd run with the build OLD, side by side (an A/B)
-	cd bench && go build -o ../bin/bench .
-	bin/bench -sizes 1000 -cold-reps-up-to 0 -reps 3 -untargeted-rounds 1 -skip resyncd-one-namespace,resyncd-server,resyncd-2-clusters -tradeoff-n 1000 -fixed-n 10 -kro-n 1000 -kro-chain-n 1000 -kro-chain-kro=false -out $(BENCH_RESULTS) -doc docs/benchmarks.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
+bench: bins build kro-controller bench-tool ## resyncd's fixed part with 10 parents; at N = 1,000: resyncd against controller-runtime (1 and 8 workers), the raw-SSA floor and a raw LIST, among unrelated objects, over time, under churn and in drift latency (at each interval), and kro v0.9.4's controller against resyncd serving the same RGD (cold, quiet, drift, churn) (about 30 minutes on 2 cores): docs/benchmarks.md and its plots, bench/results/; BENCH_FLAGS="-baseline OLD" adds resyncd run with the build OLD, side by side (an A/B)
+	bin/bench -sizes 1000 -cold-reps-up-to 0 -reps 3 -untargeted-rounds 1 -skip resyncd-one-namespace,resyncd-server,resyncd-2-clusters -tradeoff-n 1000 -fixed-n 10 -kro-n 1000 -kro-chain-n 1000 -kro-chain-kro=false -out $(BENCH_RESULTS) -doc docs/benchmarks.md $(BENCH_FLAGS) $(OR_REAP)
 
 .PHONY: bench-scale
-bench-scale: bins build ## resyncd, the raw-SSA floor, the raw LIST and controller-runtime at N = 1,000, 5,000 and 20,000 (cold once at 20,000), with their targets at 5,000: the cost per parent and its slope; resyncd with N parents in one namespace up to 5,000; one resyncd run against three sharing the work at N = 5,000 and 20,000, against the fixed part; at 1,000 the driftCheck server, two clusters, and the passes to converge a graph four deep against one deep: docs/benchmarks-scale.md and its plots, bench/results/
-	cd bench && go build -o ../bin/bench .
-	bin/bench -sizes 1000,5000,20000 -reps 3 -only resyncd,resyncd-one-namespace,resyncd-server,resyncd-2-clusters,raw-ssa-floor,controller-runtime,resyncd-ring-3,graph-depth -ring-n 5000,20000 -depth-n 1000 -fixed-n 10 -out bench/results/$(shell date -u +%Y-%m-%d)-scale.json -doc docs/benchmarks-scale.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
+bench-scale: bins build bench-tool ## resyncd, the raw-SSA floor, the raw LIST and controller-runtime at N = 1,000, 5,000 and 20,000 (cold once at 20,000), with their targets at 5,000: the cost per parent and its slope; resyncd with N parents in one namespace up to 5,000; one resyncd run against three sharing the work at N = 5,000 and 20,000, against the fixed part; at 1,000 the driftCheck server, two clusters, and the passes to converge a graph four deep against one deep: docs/benchmarks-scale.md and its plots, bench/results/
+	bin/bench -sizes 1000,5000,20000 -reps 3 -only resyncd,resyncd-one-namespace,resyncd-server,resyncd-2-clusters,raw-ssa-floor,controller-runtime,resyncd-ring-3,graph-depth -ring-n 5000,20000 -depth-n 1000 -fixed-n 10 -out bench/results/$(shell date -u +%Y-%m-%d)-scale.json -doc docs/benchmarks-scale.md $(BENCH_FLAGS) $(OR_REAP)
 
 .PHONY: bench-kro
-bench-kro: bins build kro-controller ## kro v0.9.4's controller against resyncd serving the same RGD at N = 5,000 (cold, with kro's chart's defaults and its tuning page's settings; quiet; drift; churn), and the four-deep chain at 1,000 by both (about 50 minutes on 2 cores): docs/benchmarks-kro.md and its plots, bench/results/
-	cd bench && go build -o ../bin/bench .
-	bin/bench -sizes 5000 -only kro -kro-n 5000 -kro-chain-n 1000 -out bench/results/$(shell date -u +%Y-%m-%d)-kro.json -doc docs/benchmarks-kro.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
+bench-kro: bins build kro-controller bench-tool ## kro v0.9.4's controller against resyncd serving the same RGD at N = 5,000 (cold, with kro's chart's defaults and its tuning page's settings; quiet; drift; churn), and the four-deep chain at 1,000 by both (about 50 minutes on 2 cores): docs/benchmarks-kro.md and its plots, bench/results/
+	bin/bench -sizes 5000 -only kro -kro-n 5000 -kro-chain-n 1000 -out bench/results/$(shell date -u +%Y-%m-%d)-kro.json -doc docs/benchmarks-kro.md $(BENCH_FLAGS) $(OR_REAP)
 
 .PHONY: bench-quick
-bench-quick: bins build kro-controller ## The bench at N = 200, one resyncd run against three sharing the work among them, kro against resyncd (about 8 minutes), for development: .run/bench/quick.md; BENCH_FLAGS="-profile DIR" adds pprof profiles
-	cd bench && go build -o ../bin/bench .
-	bin/bench -sizes 200 -reps 3 -depth-n 200 -ring-n 200 -fixed-n 10 -kro-n 200 -kro-chain-n 200 -out $(RUN_DIR)/bench/quick.json -doc $(RUN_DIR)/bench/quick.md $(BENCH_FLAGS) || { status=$$?; $(MAKE) --no-print-directory reap; exit $$status; }
+bench-quick: bins build kro-controller bench-tool ## The bench at N = 200, one resyncd run against three sharing the work among them, kro against resyncd (about 8 minutes), for development: .run/bench/quick.md; BENCH_FLAGS="-profile DIR" adds pprof profiles
+	bin/bench -sizes 200 -reps 3 -depth-n 200 -ring-n 200 -fixed-n 10 -kro-n 200 -kro-chain-n 200 -out $(RUN_DIR)/bench/quick.json -doc $(RUN_DIR)/bench/quick.md $(BENCH_FLAGS) $(OR_REAP)
 
 GOLANGCI_LINT := bin/golangci-lint-v2.15.0
 
