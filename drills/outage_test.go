@@ -17,15 +17,16 @@ import (
 )
 
 // outageShown says whether /readyz answers 503 because a pass failed
-// (not because none has finished yet).
-func outageShown(readyz string) bool {
+// (not because none has finished yet), and what it answered.
+func outageShown(readyz string) (bool, string) {
 	resp, err := http.Get(readyz)
 	if err != nil {
-		return false
+		return false, err.Error()
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(body), "failed")
+	answer := fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(body)))
+	return resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(body), "failed"), answer
 }
 
 // TestAPIServerOutage: kube-apiserver is killed in the middle of a pass
@@ -75,6 +76,14 @@ resources:
 	// While it is down, resyncd says it is not ready.
 	sawOutage := false
 	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", health)
+	var answers []string // each new answer of /readyz, for a failure's message
+	look := func() {
+		shown, answer := outageShown(readyz)
+		sawOutage = sawOutage || shown
+		if len(answers) == 0 || !strings.HasSuffix(answers[len(answers)-1], answer) {
+			answers = append(answers, time.Now().Format("15:04:05.000")+" "+answer)
+		}
+	}
 	for done := false; !done; {
 		select {
 		case err := <-restarted:
@@ -83,15 +92,24 @@ resources:
 			}
 			done = true
 		case <-time.After(200 * time.Millisecond):
-			sawOutage = sawOutage || outageShown(readyz)
+			look()
 		}
 	}
 	// The pass that met the outage ends after the restart: look a little longer.
 	for deadline := time.Now().Add(15 * time.Second); !sawOutage && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		sawOutage = outageShown(readyz)
+		look()
 	}
 	if !sawOutage {
-		t.Error("/readyz never said that a pass failed while the API server was down")
+		p.mu.Lock()
+		var passes []string
+		for _, l := range p.log {
+			if strings.Contains(l, `"msg":"Pass `) || strings.Contains(l, `write failed"`) || strings.Contains(l, `"msg":"Write failed"`) || strings.Contains(l, `"level":"warn"`) {
+				passes = append(passes, l)
+			}
+		}
+		p.mu.Unlock()
+		t.Errorf("/readyz never said that a pass failed while the API server was down; it answered:\n%s\nresyncd's passes and warnings:\n%s",
+			strings.Join(answers, "\n"), strings.Join(passes, "\n"))
 	}
 
 	// The next passes converge; the process never died.
