@@ -153,8 +153,9 @@ the raw LIST; ` + "`make bench-scale`" + ` runs those it names at every N):
      with controller-runtime with 8 workers started on it (the 3-minute plane is
      stopped). The quiet window and the churn are so measured on the same servers.
      Another client writes an annotation to each unrelated Deployment in turn, each once every N/10 seconds
-     (at least every second): 4N / (N/10) = 40 writes a second at any N, one write at
-     a time, so a slow write delays the next and the report gives the rate done.
+     (at least every second): 4N / (N/10) = 40 writes a second at any N, up to 4 writes
+     in flight (one at a time did 30–36 a second at 5,000 on this machine), so a
+     slow write delays the next and the report gives the rate done.
      After 20 seconds of it (at most one period), one window is measured on the three
      at once: the servers' CPU, requests and bytes as over time, and the contender's
      own CPU (/proc/PID/stat) and its largest RSS, sampled every second; at the same
@@ -242,7 +243,7 @@ the raw LIST; ` + "`make bench-scale`" + ` runs those it names at every N):
    ACTIVE: in a run of 2026-12-07 that slowed the resyncd run after it by half (63.8 s
    against 34.9 s at the other interval), and in another it tripled kro's API server CPU
    in the quiet window. So each cold run after a kro run, and the quiet window, waits
-   until kro's process is idle (under 1% of a core over 2 s, at most 4 minutes), and the
+   until kro's process is idle (under 1% of a core over 2 s, at most 15 minutes), and the
    report gives how long it stayed busy. The four flat planes then run
    side by side over the trade-off's quiet window (the servers' CPU and traffic, the
    contender's CPU and RSS), under drift injected as in the trade-off (kro, tuned kro,
