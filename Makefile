@@ -120,7 +120,7 @@ bench-scale: bins build bench-tool ## resyncd, the raw-SSA floor, the raw LIST a
 	bin/bench -sizes 1000,5000,20000 -reps 3 -only resyncd,resyncd-one-namespace,resyncd-server,resyncd-2-clusters,raw-ssa-floor,controller-runtime,resyncd-ring-3,graph-depth -ring-n 5000,20000 -depth-n 1000 -fixed-n 10 -out bench/results/$(shell date -u +%Y-%m-%d)-scale.json -doc docs/benchmarks-scale.md $(BENCH_FLAGS) $(OR_REAP)
 
 .PHONY: bench-kro
-bench-kro: bins build kro-controller bench-tool ## kro v0.9.4's controller against resyncd serving the same RGD at N = 5,000 (cold, with kro's chart's defaults and its tuning page's settings; quiet; drift; churn), and the four-deep chain at 1,000 by both (about 50 minutes on 2 cores): docs/benchmarks-kro.md and its plots, bench/results/
+bench-kro: bins build kro-controller bench-tool ## kro v0.9.4's controller against resyncd serving the same RGD at N = 5,000 (cold, with kro's chart's defaults and its tuning page's settings; quiet; drift; churn), and the four-deep chain at 1,000 by both (about an hour on 2 cores): docs/benchmarks-kro.md and its plots, bench/results/
 	bin/bench -sizes 5000 -only kro -kro-n 5000 -kro-chain-n 1000 -out bench/results/$(shell date -u +%Y-%m-%d)-kro.json -doc docs/benchmarks-kro.md $(BENCH_FLAGS) $(OR_REAP)
 
 .PHONY: bench-quick
