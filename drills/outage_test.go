@@ -29,6 +29,11 @@ func outageShown(readyz string) (bool, string) {
 	return resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(body), "failed"), answer
 }
 
+// passLine says whether l is resyncd's line at the end of a pass.
+func passLine(l string) bool {
+	return strings.Contains(l, `"msg":"Pass finished"`) || strings.Contains(l, `"msg":"Pass failed"`)
+}
+
 // TestAPIServerOutage: kube-apiserver is killed in the middle of a pass
 // over 500 parents and started again. resyncd keeps running, logs the
 // outage in a bounded number of lines per pass, /readyz says so, and the
@@ -80,11 +85,12 @@ resources:
 	sawOutage := false
 	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", health)
 	var answers []string // each new answer of /readyz, for a failure's message
+	last := ""
 	look := func() {
 		shown, answer := outageShown(readyz)
 		sawOutage = sawOutage || shown
-		if len(answers) == 0 || !strings.HasSuffix(answers[len(answers)-1], answer) {
-			answers = append(answers, time.Now().Format("15:04:05.000")+" "+answer)
+		if answer != last {
+			answers, last = append(answers, time.Now().Format("15:04:05.000")+" "+answer), answer
 		}
 	}
 	for done := false; !done; {
@@ -108,7 +114,7 @@ resources:
 		defer p.mu.Unlock()
 		n := 0
 		for _, l := range p.log[killedAt:] {
-			if strings.Contains(l, `"msg":"Pass finished"`) || strings.Contains(l, `"msg":"Pass failed"`) {
+			if passLine(l) {
 				n++
 			}
 		}
@@ -121,7 +127,7 @@ resources:
 		p.mu.Lock()
 		var passes []string
 		for _, l := range p.log {
-			if strings.Contains(l, `"msg":"Pass `) || strings.Contains(l, `write failed"`) || strings.Contains(l, `"msg":"Write failed"`) || strings.Contains(l, `"level":"warn"`) {
+			if passLine(l) || strings.Contains(l, `"level":"warn"`) { // the write errors are warnings
 				passes = append(passes, l)
 			}
 		}
@@ -174,7 +180,7 @@ resources:
 		switch {
 		case strings.Contains(l, `"msg":"Write failed"`) || strings.Contains(l, `"msg":"Status write failed"`):
 			perPass++
-		case strings.Contains(l, `"msg":"Pass finished"`) || strings.Contains(l, `"msg":"Pass failed"`):
+		case passLine(l):
 			worst = max(worst, perPass)
 			perPass = 0
 		}
