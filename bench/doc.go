@@ -465,8 +465,9 @@ runtime, the binary and memory the runtime has not yet returned.
   Deployment as an event, which the server encodes and sends and the controller
   decodes, caches and filters: its CPU, the server's CPU and the bytes sent grow
   with the rate of change of objects it does not manage.
-- **Against kro**, two targets are bound by what each design costs while nothing
-  changes:
+- **Against kro**, the targets a record leaves unmet are bound by what each design
+  costs while nothing changes, and by what a pass costs the server against a watch's
+  events when passes come often:
   - *Peak RSS ≤ 0.5× kro's* asks resyncd for less than half of what kro holds.
     resyncd's peak is its fixed part (46–48 MiB at N = 10: the runtime, client-go's
     typed clients, leader election, events, metrics) and a part that grows with the
@@ -476,17 +477,41 @@ runtime, the binary and memory the runtime has not yet returned.
     informer holding the 4,000 unrelated Deployments too; 90 after its cold run):
     half of 113 is 57 MiB, less than 10 MiB above resyncd's fixed part. The target
     holds where kro holds more than twice resyncd's fixed part and growth: at
-    larger N, or among more objects of the child kinds (` + "`make bench-kro`" + `'s
-    5,000).
+    5,000, in the record of 37c5c76, 87 MiB against kro's 323, 0.27×.
   - *The API server's CPU in the quiet window, resyncd at 3m, ≤ kro's*: a quiet
     watch costs the server almost nothing, so kro's figure is close to an idle
     plane's; resyncd's adds its passes, and a 3-minute window at a 3-minute
-    interval holds one. A pass of 1,000 parents costs the server about 0.2 CPU
-    seconds above idle (the trade-off's figure); in the record of b5f3beb the
-    window gave 3.84 s against kro's 3.64, 0.20 s apart: one pass. Idle planes
-    differ by a few percent of 3.6 s too, so one window cannot tell that gap from
-    the planes' own; over an hour it is 20 passes, about 4 CPU seconds against the
-    idle plane's 65. Polling cannot cost the server less than a quiet watch; it
-    costs less under change (the churn rows) and in bytes.
+    interval holds one. At 1,000 a pass costs the server about 0.2–0.3 CPU seconds
+    on top of idle: in the record of b5f3beb the window gave 3.84 s against kro's
+    3.64, within the few percent by which idle planes differ. At 5,000 a pass, about
+    51 LIST pages of 5,000 parents and 20,000 children, costs 4.5–8 CPU seconds (the
+    window at 3m against kro's; the 30s window's five more passes) on top of an idle
+    plane's 11 s in 3 minutes: in the record of 37c5c76, 16.36 s against 11.82,
+    1.38×. That is 25 times the cost of a pass at 1,000 for 5 times the objects,
+    more than the objects alone explain; the bench does not profile the server to
+    say where it goes. Polling cannot cost the server less than a quiet watch; it
+    costs less under change (the churn rows at 3m).
+  - *Bytes sent an hour, quiet, resyncd at 3m, ≤ kro's*: a quiet watch receives no
+    event, so kro's informers receive almost nothing; what the window counts on
+    kro's plane is the API server's own LIST of every Service (its ClusterIP repair
+    loop, above): 1.35 MB at 1,000 and 6.76 MB at 5,000, the same for tuned kro. A
+    pass receives every parent and child once an interval, gzipped (130–150 bytes
+    an object): 0.75 MB a pass at 1,000, 3.2 MB at 5,000, on top of the server's
+    LIST on resyncd's plane. No polling design meets this target against a quiet
+    watch. It held at 1,000 (0.77× in the record of b5f3beb) only because kro's six
+    new watches in that window received 1.4 MB; against tuned kro's window, with
+    none, it was 1.56×. At 5,000 it was 1.48× (the record of 37c5c76).
+  - *Under churn at 30s*: the window at 3m held no pass, so its 23.42 s in 66 s is
+    what the churn's 43 writes a second cost the server at 5,000, about 8 ms a
+    write. Taking that away at each window's own rate of writes, kro's watches and
+    reconciles cost the server 12.0 s in 68 s (10.5 s a minute at 40 writes a
+    second), and resyncd's two passes 16.7 s in 63 s (about 8 s a pass, as in the
+    quiet window): 1.05× in all. A pass costs the server about what 45–50 s of kro's
+    events cost at this rate, so at 5,000 an interval shorter than that costs the
+    server more than kro's watches; at 1,000, where a pass costs a twenty-fifth as
+    much, 30s met the target (0.77×). resyncd's own CPU is about 2.0 s a pass at
+    5,000 (reading and comparing 25,000 objects; 12.19 s for 6 passes quiet), so two
+    passes gave 4.04 s against kro's 5.02, 0.80×: ≤ 0.5× wants one pass a minute
+    or fewer at this N. At 3m both targets are met (0.67× and 0.00×).
 
 `
