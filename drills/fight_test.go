@@ -2,10 +2,13 @@ package drills
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -14,9 +17,10 @@ import (
 )
 
 // TestFightWithAnotherWriter: another process sets a managed Deployment's
-// replicas every 300 ms. resyncd writes it at most once per pass, the fight
-// shows in resyncd_drift_total pass after pass and in one Event, and
-// nothing loops.
+// replicas every 300 ms. resyncd puts it back with one write per pass (a
+// watch sees the API server hold its replicas, for a moment, after each),
+// the fight shows in resyncd_drift_total pass after pass and in one Event,
+// and nothing loops.
 func TestFightWithAnotherWriter(t *testing.T) {
 	t.Parallel()
 	d := newDrill(t, "fight")
@@ -56,17 +60,45 @@ func TestFightWithAnotherWriter(t *testing.T) {
 		}
 		return 0
 	}
+	// The generation of each version of the Deployment the server held
+	// with resyncd's replicas: the other writer overwrites them within
+	// 300 ms, so only a watch sees each repair. Closed when the watch ends.
+	w, err := d.cs.AppsV1().Deployments("fight").Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	repaired := make(chan int64, 64)
+	go func() {
+		defer close(repaired)
+		for ev := range w.ResultChan() {
+			if dep, ok := ev.Object.(*appsv1.Deployment); ok && dep.Spec.Replicas != nil && *dep.Spec.Replicas == 2 {
+				select {
+				case repaired <- dep.Generation:
+				default:
+				}
+			}
+		}
+	}()
 	const passes = 5
 	var counts []float64
-	for range passes {
+	for i := range passes {
 		// The other writer strikes in between: the server holds its 5.
+		var struck int64
 		fixture.Eventually(t, "the other writer's replicas", 10*time.Second, func() bool {
 			dep, err := d.cs.AppsV1().Deployments("fight").Get(t.Context(), "web", metav1.GetOptions{})
-			return err == nil && dep.Spec.Replicas != nil && *dep.Spec.Replicas == 5
+			if err != nil || dep.Spec.Replicas == nil || *dep.Spec.Replicas != 5 {
+				return false
+			}
+			struck = dep.Generation
+			return true
 		})
 		rep := d.pass()
-		if rep.Updated > 1 {
-			t.Errorf("a pass made %d updates; at most 1 (one object drifted)", rep.Updated)
+		if rep.Updated != 1 {
+			t.Errorf("pass %d made %d updates; want 1 (one object drifted)", i+1, rep.Updated)
+		}
+		if err := heldAfter(repaired, struck, 10*time.Second); err != nil {
+			t.Errorf("pass %d: %v", i+1, err)
 		}
 		counts = append(counts, changed())
 	}
@@ -96,5 +128,24 @@ func TestFightWithAnotherWriter(t *testing.T) {
 			t.Fatalf("DriftRecurring Events: %q, want exactly one about Deployment/fight/web", fights)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// heldAfter waits up to timeout for gens to yield a generation above
+// after: the API server held resyncd's replicas again.
+func heldAfter(gens <-chan int64, after int64, timeout time.Duration) error {
+	deadline := time.After(timeout)
+	for {
+		select {
+		case g, ok := <-gens:
+			if !ok {
+				return errors.New("the watch on the Deployment ended")
+			}
+			if g > after {
+				return nil
+			}
+		case <-deadline:
+			return fmt.Errorf("the API server held no replicas 2 after the other writer's generation %d within %s", after, timeout)
+		}
 	}
 }
