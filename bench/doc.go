@@ -92,8 +92,9 @@ the raw LIST; ` + "`make bench-scale`" + ` runs those it names at every N):
    would seem slower than it is (seen: the same graph contender 1.21× resyncd measured
    after it, 0.98× before it). The others converge once in ` + "`make bench`" + ` (` + "`-cold-reps-up-to 0`" + `;
    by default they repeat too up to N = 2,000), and once at every N above 5,000.
-   A run has 15 minutes, or 75 ms a parent where that is longer (25 minutes at
-   N = 20,000, where the API server's 60–75 writes a second take 13–16 minutes);
+   A run has 15 minutes, or 150 ms a parent where that is longer (50 minutes at
+   N = 20,000, where the API server's 60–75 writes a second take 13–16 minutes on a
+   quick day and more than 25 on a slow one);
    one that has not converged by then is reported so, and not repeated.
 2. **Steady**, on the cluster the contender's last cold run converged: for resyncd, one
    ` + "`resyncd run`" + ` whose passes the bench starts with SIGUSR1 (the interval is a

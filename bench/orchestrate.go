@@ -95,11 +95,13 @@ const (
 )
 
 // runTimeout is the longest a contender's run may take at n parents: 15
-// minutes, or 75 ms a parent where that is longer. Cold convergence at N
+// minutes, or 150 ms a parent where that is longer. Cold convergence at N
 // = 20,000 is bound by the API server's writes, 60–75 a second on two
-// cores, 13–16 minutes for its 60,000.
+// cores when the machine is quick, 13–16 minutes for its 60,000; the same
+// run has taken 19 minutes and, on a slower day, more than 25, so the cap
+// leaves twice the slowest run seen.
 func runTimeout(n int) time.Duration {
-	return max(minRunTimeout, time.Duration(n)*75*time.Millisecond)
+	return max(minRunTimeout, time.Duration(n)*150*time.Millisecond)
 }
 
 // errNotConverged: a contender that runs until converged did not within
