@@ -98,8 +98,8 @@ const (
 // minutes, or 150 ms a parent where that is longer. Cold convergence at N
 // = 20,000 is bound by the API server's writes, 60–75 a second on two
 // cores when the machine is quick, 13–16 minutes for its 60,000; the same
-// run has taken 19 minutes and, on a slower day, more than 25, so the cap
-// leaves twice the slowest run seen.
+// run took 19 minutes on one day and was cut off at 25 on a slower one, so
+// the cap is twice that.
 func runTimeout(n int) time.Duration {
 	return max(minRunTimeout, time.Duration(n)*150*time.Millisecond)
 }
